@@ -1,0 +1,23 @@
+"""Shared test set-up: Jupyter and matplotlib never write into a home directory."""
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_SCRATCH = Path(tempfile.mkdtemp(prefix="lmpolicy-test-home-"))
+for _var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
+    os.environ[_var] = str(_SCRATCH / _var.lower())
+    Path(os.environ[_var]).mkdir(parents=True, exist_ok=True)
+os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("LMPOLICY_PROGRESS_FILE", str(_SCRATCH / "progress.json"))
+# nbgrader runs `alembic` as a subprocess: the interpreter's bin/ must be on PATH.
+_BIN = str(Path(os.sys.executable).parent)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return ROOT
