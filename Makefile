@@ -21,8 +21,11 @@ $(STAMP): $(VENV)/bin/python requirements.txt pyproject.toml
 
 install: $(STAMP)
 
+# Extra server flags (tests/browser starts this same target with --no-browser, a port and a token).
+LAB_ARGS ?=
+
 lab: install
-	$(BIN)/jupyter lab --notebook-dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/00_start_here.ipynb
+	$(BIN)/jupyter lab --notebook-dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
 test: install
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
