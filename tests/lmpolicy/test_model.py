@@ -1,0 +1,83 @@
+import io
+
+import pytest
+import torch
+
+from lmpolicy.model import KVCache, TinyLM, TinyLMConfig
+from lmpolicy.tokenizer import PAD, encode_prompts, encode_responses
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    m = TinyLM(TinyLMConfig()).eval()
+    # random init gives nearly uniform attention; scale weights up so masking mistakes show
+    with torch.no_grad():
+        for p in m.parameters():
+            p.mul_(20.0)
+    return m
+
+
+def test_parameter_count_is_about_100k_and_matches_the_architecture():
+    m = TinyLM(TinyLMConfig())
+    c = m.config
+    d, f, v, n = c.d_model, c.d_mlp, c.vocab_size, c.block_size
+    per_block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * f + f) + (f * d + d)
+    expected = v * d + n * d + c.n_layer * per_block + 2 * d + (d * v + v)
+    assert m.num_parameters() == expected == 102_735
+    buffer = io.BytesIO()
+    torch.save(m.state_dict(), buffer)
+    assert 300_000 < buffer.tell() < 600_000
+
+
+def test_logits_shape_and_finite_even_for_padding_rows(model):
+    ids = torch.cat([encode_prompts([(3, 4), (0, 0)]), encode_responses([7, 0])], dim=1)
+    ids[1] = PAD  # a row that is nothing but padding
+    logits = model(ids)
+    assert logits.shape == (2, 11, 15)
+    assert torch.isfinite(logits).all()
+
+
+def test_left_padding_changes_nothing_because_position_ids_skip_it(model):
+    """<pad> <pad> <bos> 3 + 4 = must be read exactly like <bos> 3 + 4 = (positions 0..4 either way)."""
+    padded = encode_prompts([(3, 4)])
+    torch.testing.assert_close(model(padded)[:, 2:], model(padded[:, 2:]), rtol=1e-4, atol=1e-4)
+
+
+def test_causality_future_tokens_do_not_change_earlier_logits(model):
+    prompt = encode_prompts([(37, 48)])
+    a = torch.cat([prompt, encode_responses([85])], dim=1)
+    b = torch.cat([prompt, encode_responses([12])], dim=1)
+    la, lb = model(a), model(b)
+    torch.testing.assert_close(la[:, :7], lb[:, :7], rtol=1e-4, atol=1e-4)
+    assert not torch.allclose(la[:, 7:], lb[:, 7:], atol=1e-3)
+
+
+def test_padding_is_never_attended_to(model):
+    ids = torch.cat([encode_prompts([(3, 4)]), encode_responses([7])], dim=1)
+    is_pad = ids[0] == PAD
+    before = model(ids)
+    # give the padding token a very different embedding: real tokens must not notice
+    changed = TinyLM(model.config).eval()
+    changed.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        changed.tok_emb.weight[PAD] = torch.randn(model.config.d_model) * 50
+    after = changed(ids)
+    torch.testing.assert_close(after[0, ~is_pad], before[0, ~is_pad], rtol=1e-4, atol=1e-4)
+    assert not torch.allclose(after[0, is_pad], before[0, is_pad], atol=1e-3)  # the change did something
+
+
+def test_kv_cache_forward_equals_full_forward(model):
+    ids = torch.cat([encode_prompts([(3, 4), (37, 48)]), encode_responses([7, 85])], dim=1)
+    full = model(ids)
+    cache = KVCache()
+    pieces = [model(ids[:, :7], cache=cache)]
+    for t in range(7, 11):
+        pieces.append(model(ids[:, t : t + 1], cache=cache))
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full, rtol=1e-4, atol=1e-4)
+    assert cache.length == 11
+
+
+def test_too_long_input_is_rejected(model):
+    with pytest.raises(ValueError, match="block_size"):
+        model(torch.zeros(1, 12, dtype=torch.long))
