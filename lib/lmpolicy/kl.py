@@ -32,7 +32,7 @@ def kl(p, q, axis: int = -1):
     p, q = (_probability_array(x, name) for x, name in ((p, "p"), (q, "q")))
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * (log_of(p) - log_of(q)), 0.0)
-    result = np.sum(terms, axis=axis)
+    result = np.maximum(np.sum(terms, axis=axis), 0.0)  # KL >= 0; drop rounding noise below 0
     return float(result) if np.ndim(result) == 0 else result
 
 
@@ -72,7 +72,8 @@ def chain_rule_kl(policy: ToyLM, reference: ToyLM) -> ChainRuleKL:
         local = np.asarray(kl(table, ref_table))
         reach = policy.prefix_probs(depth)
         per_prefix.append(local)
-        weighted.append(np.where(reach > 0, reach * local, 0.0))
+        with np.errstate(invalid="ignore"):  # 0 * inf at prefixes the policy never reaches
+            weighted.append(np.where(reach > 0, reach * local, 0.0))
     per_depth = np.array([float(np.sum(w)) for w in weighted])
     return ChainRuleKL(per_prefix=tuple(per_prefix), weighted=tuple(weighted), per_depth=per_depth,
                        total=float(per_depth.sum()))
@@ -137,7 +138,8 @@ def estimator_moments(p_theta, p_ref) -> EstimatorMoments:
     """Exact mean, standard deviation, bias and negative share of k1, k2, k3 under pi_theta.
 
     ``p_theta`` and ``p_ref`` are categorical distributions over the same tokens; ``p_ref`` must be
-    > 0 wherever ``p_theta`` is (else the KL is infinite). For ``(0.6, 0.3, 0.1)`` against
+    > 0 wherever ``p_theta`` is (else the KL is infinite). k3 is unbiased only if ``p_theta`` also
+    covers ``p_ref``: its mean is KL minus the p_ref mass on tokens p_theta never draws. For ``(0.6, 0.3, 0.1)`` against
     ``(0.4, 0.4, 0.2)``: KL 0.0877, means 0.0877 / 0.0858 / 0.0877, std 0.405 / 0.055 / 0.074.
     """
     p_theta, p_ref = _estimator_inputs(p_theta, p_ref)

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmpolicy.kl import kl
-from lmpolicy.toy import ToyLM, Reference, check_distribution, check_positive, log_of
+from lmpolicy.toy import (ToyLM, Reference, check_distribution, check_positive,
+                          check_positive_grid, log_of)
 
 _TEMPERATURE_MEANING = "T -> 0 is greedy, T = 1 leaves the distribution unchanged"
 
@@ -103,14 +104,10 @@ def temperature_curve(toy: ToyLM, rewards, temperatures, *, level: str = "token"
     if level not in ("token", "sequence"):
         raise ValueError(f"level must be 'token' or 'sequence', got {level!r}")
     rewards = toy.response_values(rewards)
-    temperatures = np.atleast_1d(np.asarray(temperatures, dtype=float))
-    if temperatures.ndim != 1 or temperatures.size == 0:
-        raise ValueError("temperatures must be a non-empty 1-D list of numbers > 0")
+    temperatures = check_positive_grid(temperatures, "temperature", _TEMPERATURE_MEANING)
     if level == "token":
         probs = np.stack([token_temperature(toy, t).response_probs() for t in temperatures])
     else:
-        for t in temperatures:
-            check_positive(t, "temperature", _TEMPERATURE_MEANING)
         probs = np.exp(log_softmax(toy.response_log_probs()[None, :] / temperatures[:, None]))
     return TemperatureCurve(temperatures=temperatures, probs=probs, expected_reward=probs @ rewards,
                             kl=np.atleast_1d(kl(probs, toy.response_probs())), level=level)

@@ -24,7 +24,7 @@ import numpy as np
 
 from lmpolicy.kl import kl
 from lmpolicy.temperature import log_softmax, logsumexp
-from lmpolicy.toy import (Reference, ToyLM, check_distribution, check_positive,
+from lmpolicy.toy import (Reference, ToyLM, check_distribution, check_positive, check_positive_grid,
                           distribution_and_values, log_of)
 
 _BETA_MEANING = ("it is the KL coefficient: large beta stays near pi_ref, small beta chases reward; "
@@ -104,11 +104,7 @@ def frontier(reference: Reference, rewards, betas) -> Frontier:
     (e.g. a true reward) along the frontier.
     """
     ref_probs, rewards = distribution_and_values(reference, rewards)
-    betas = np.atleast_1d(np.asarray(betas, dtype=float))
-    if betas.ndim != 1 or betas.size == 0:
-        raise ValueError("betas must be a non-empty 1-D list of numbers > 0")
-    for beta in betas:
-        check_beta(beta)
+    betas = check_positive_grid(betas, "beta", _BETA_MEANING)
     log_weights = log_of(ref_probs)[None, :] + rewards[None, :] / betas[:, None]
     log_partition = logsumexp(log_weights)
     log_probs = log_weights - log_partition[:, None]

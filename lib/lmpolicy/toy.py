@@ -44,6 +44,17 @@ def check_positive(value, name: str, meaning: str) -> float:
     return number
 
 
+def check_positive_grid(values, name: str, meaning: str) -> np.ndarray:
+    """A non-empty 1-D grid of finite numbers > 0 (e.g. betas or temperatures) as a float array.
+
+    ``name`` is the singular parameter name used in the messages (``"beta"``, ``"temperature"``).
+    """
+    grid = np.atleast_1d(np.asarray(values, dtype=object))
+    if grid.ndim != 1 or grid.size == 0:
+        raise ValueError(f"give a non-empty 1-D list of {name} values, got shape {grid.shape}")
+    return np.array([check_positive(value, name, meaning) for value in grid])
+
+
 class ToyLM:
     """A toy language model: fixed-length responses drawn token by token from next-token tables.
 
