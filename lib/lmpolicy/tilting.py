@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmpolicy.kl import kl
-from lmpolicy.temperature import log_softmax, logsumexp
+from lmpolicy.temperature import logsumexp
 from lmpolicy.toy import (Reference, ToyLM, check_distribution, check_positive, check_positive_grid,
                           distribution_and_values, log_of)
 
@@ -168,12 +168,12 @@ def soft_values(toy: ToyLM, rewards, beta: float) -> tuple[np.ndarray, ...]:
 
 
 def token_level_optimum(toy: ToyLM, rewards, beta: float) -> ToyLM:
-    """The next-token tables of pi*, as a ToyLM: pi*(a | s) ∝ pi_ref(a | s) exp(V(s a) / beta).
+    """The next-token tables of pi*, as a ToyLM: pi*(a | s) = pi_ref(a | s) exp((V(s a) - V(s)) / beta).
 
     The product of its tables along a response equals the sequence-level ``tilted_optimum`` (to
     rounding error). Worked example, beta = 1: pi*(a) = 0.484, pi*(b | a) = 0.644, pi*(b | b) = 0.881.
     """
     values = soft_values(toy, rewards, beta)
     beta = check_beta(beta)
-    return toy.with_tables([np.exp(log_softmax(log_of(table) + values[d + 1] / beta))
+    return toy.with_tables([np.exp(log_of(table) + (values[d + 1] - values[d][..., None]) / beta)
                             for d, table in enumerate(toy.tables)])

@@ -19,6 +19,7 @@ per-response array in ``lmpolicy`` (probabilities, rewards, log-probs) is a 1-D 
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -82,7 +83,11 @@ class ToyLM:
         self.tables = _check_tables(self.tokens, tables)
         self.vocab_size = len(self.tokens)
         self.depth = len(self.tables)
-        self.responses = tuple(self.prefixes(self.depth))
+
+    @functools.cached_property
+    def responses(self) -> tuple[str, ...]:
+        """All ``V ** depth`` response names in lexicographic order (built on first use)."""
+        return tuple(self.prefixes(self.depth))
 
     # -- construction helpers ----------------------------------------------------------------
 
