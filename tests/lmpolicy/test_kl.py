@@ -162,3 +162,15 @@ def test_batch_mean_limits():
         mean_distribution(P_THETA, P_REF, 0)
     with pytest.raises(ValueError, match="estimator must be one of"):
         mean_distribution(P_THETA, P_REF, 4, "k4")
+
+
+def test_exercise_11_4d_batches_without_the_rare_token():
+    p, q, n = (0.99, 0.01), (0.5, 0.5), 16
+    moments = estimator_moments(p, q)
+    common_k3, rare_k3 = (float(v) for v in moments.values.k3)
+    assert round(0.99 ** n, 3) == 0.851
+    assert round(common_k3, 3) == 0.188
+    assert round((rare_k3 + 15 * common_k3) / 16, 1) == 3.0
+    assert round(float(moments.values.k1[0]) / moments.kl - 1, 2) == 0.07  # k1 is 7% high then
+    # the batch mean of k3 is below the truth exactly when no rare token was drawn
+    assert probability_mean_below(p, q, n, estimator="k3") == pytest.approx(0.99 ** n, rel=1e-12)

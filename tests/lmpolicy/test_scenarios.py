@@ -163,6 +163,8 @@ def test_kl_demo_far_left_k3_batches_land_low():
     p_theta = kl_demo_policy(-1.0)
     moments = estimator_moments(p_theta, KL_DEMO_REF_PROBS)
     assert moments.std["k3"] > moments.std["k1"]
+    # Exercise 11.9(d): k2 now has the smallest spread but is biased low
+    assert moments.std["k2"] < moments.std["k1"] and moments.bias["k2"] < -0.05
     exact = probability_mean_below(p_theta, KL_DEMO_REF_PROBS, 16, estimator="k3")
     assert round(exact, 3) == 0.704
     # independent check by sampling 200,000 batches of 16 tokens (standard error about 0.001)

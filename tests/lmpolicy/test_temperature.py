@@ -133,3 +133,20 @@ def test_sequence_level_curve_is_the_power_distribution():
         np.testing.assert_allclose(curve.probs[i], w / w.sum(), rtol=1e-13)
     with pytest.raises(ValueError, match="'token' or 'sequence'"):
         temperature_curve(WORKED, WORKED_REWARDS, [1.0], level="response")
+
+
+def test_exercise_11_2b_temperature_for_top_probability_0_95():
+    # 1 / (1 + u + u^2) = 0.95 with u = exp(-1/T)
+    u = (-1 + math.sqrt(1 + 4 * (1 / 0.95 - 1))) / 2
+    t = -1 / math.log(u)
+    assert round(t, 3) == 0.334
+    assert softmax([2.0, 1.0, 0.0], t)[0] == pytest.approx(0.95, rel=1e-12)
+
+
+@pytest.mark.parametrize("t", [0.2, 0.5, 0.9])
+def test_exercise_11_7a_power_distribution_is_a_tilted_optimum(t):
+    from lmpolicy.tilting import tilted_optimum
+    toy = ToyLM.random(("a", "b", "c"), depth=3, seed=4)
+    # reward = the reference's own log-likelihood, beta = T / (1 - T)
+    tilted = tilted_optimum(toy, toy.response_log_probs(), t / (1 - t))
+    np.testing.assert_allclose(power_distribution(toy, t), tilted.probs, rtol=1e-10)

@@ -192,3 +192,19 @@ def test_bad_rewards_and_policies_are_rejected():
         kl_objective([0.5, 0.6, 0, 0], REF, [0, 1, 0, 2], 1.0)
     with pytest.raises(ValueError, match="same responses"):
         kl_objective([0.5, 0.5], REF, [0, 1, 0, 2], 1.0)
+
+
+def test_exercise_11_5b_intermediate_numbers():
+    opt = tilted_optimum(WORKED, REWARDS, 0.5)
+    policy = token_level_optimum(WORKED, REWARDS, 0.5)
+    # Z = 0.7 (0.6 + 0.4 e^2) + 0.3 (0.5 + 0.5 e^4)
+    z = 0.7 * (0.6 + 0.4 * math.e ** 2) + 0.3 * (0.5 + 0.5 * math.e ** 4)
+    assert round(opt.partition, 2) == 10.83 and opt.partition == pytest.approx(z, rel=1e-13)
+    assert round(float(policy.tables[0][1]), 3) == 0.770
+    assert round(float(policy.tables[1][1][1]), 3) == 0.982
+
+
+def test_exercise_11_9a_slider_step_beta_0_501():
+    opt = tilted_optimum(WORKED, REWARDS, 0.501)
+    assert round(opt.beta_log_partition, 3) == 1.190
+    assert round(float(opt.probs[3]), 3) == 0.755
