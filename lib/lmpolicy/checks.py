@@ -9,6 +9,9 @@ comparison through this module (never ``np.allclose`` directly), so the grader h
     checks.check_type(probs, torch.Tensor, "softmax(logits)")
     checks.check_close(probs, expected, "softmax(logits)", hint="subtract the max first")
     checks.done("nb01_softmax")
+
+The checks return None (``check_type`` returns the value and ``check_number`` the float), so a test
+cell ending with a check shows no value: nbgrader would read a number shown there as partial credit.
 """
 from __future__ import annotations
 
@@ -92,17 +95,16 @@ def check_number(value, what: str) -> float:
 
 
 def check_shape(value, expected_shape, what: str):
-    """``value.shape`` must equal ``expected_shape``; returns ``value``."""
+    """``value.shape`` must equal ``expected_shape``."""
     shape = getattr(value, "shape", None)
     if shape is None:
         _fail(f"{what} {_verb(what)} a {type(value).__name__}, which has no shape; expected shape {tuple(expected_shape)}")
     if tuple(shape) != tuple(expected_shape):
         _fail(f"{what} has shape {tuple(shape)}; expected {tuple(expected_shape)}")
-    return value
 
 
 def check_finite(value, what: str, hint: str | None = None):
-    """No NaN or infinity anywhere in ``value``; says which and where. Returns ``value``."""
+    """No NaN or infinity anywhere in ``value``; says which and where."""
     array = _as_array(value, what)
     bad = ~np.isfinite(array)
     if bad.any():
@@ -111,7 +113,6 @@ def check_finite(value, what: str, hint: str | None = None):
         kind = "NaN" if np.isnan(first) else ("+inf" if first > 0 else "-inf")
         where = f" at index {index}" if index else ""
         _fail(f"{what} contains {kind}{where} ({int(bad.sum())} of {array.size} entries are not finite)", hint)
-    return value
 
 
 def check_close(actual, expected, what: str, hint: str | None = None, atol: float = 1e-6, rtol: float = 1e-5):
@@ -130,7 +131,6 @@ def check_close(actual, expected, what: str, hint: str | None = None, atol: floa
         index = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
         where = f" at index {tuple(int(i) for i in index)}" if index else ""
         _fail(f"{what} is off{where}: expected {want[index]:.6g}, got {got[index]:.6g}", hint)
-    return actual
 
 
 def call_student(fn, *args, **kwargs):

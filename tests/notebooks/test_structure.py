@@ -1,0 +1,109 @@
+"""Static checks of source/ch11 and release/ch11 (no kernel): conventions, points, no leaks, no outputs."""
+import re
+
+import pytest
+
+from lmpolicy import progress
+
+from .notebook_tools import (HIDDEN_TESTS, NOTEBOOK_NAMES, RELEASE_DIR, SOLUTION, SOURCE_DIR, exercise_key,
+                             grade_id, is_autograded_test, is_code_answer, is_manual_answer, nbgrader_meta,
+                             points, read, region_lines, stated_total)
+
+pytestmark = pytest.mark.skipif(not NOTEBOOK_NAMES, reason="no source notebooks yet")
+
+
+@pytest.fixture(scope="module", params=NOTEBOOK_NAMES)
+def name(request):
+    return request.param
+
+
+def test_every_nbgrader_cell_belongs_to_an_exercise_of_this_notebook(name):
+    for cell in read(SOURCE_DIR / f"{name}.ipynb").cells:
+        meta = nbgrader_meta(cell)
+        if not (meta.get("grade") or meta.get("solution") or meta.get("locked")):
+            continue
+        key = exercise_key(cell)
+        assert key, f"{name}: grade_id {grade_id(cell)!r} must be '<exercise key>__<name>'"
+        assert progress.exercise(key).notebook == name, (
+            f"{name}: {grade_id(cell)} belongs to {progress.exercise(key).notebook} in lmpolicy.progress")
+        assert meta.get("schema_version") == 3
+        if meta.get("grade"):
+            assert points(cell) > 0, f"{name}: graded cell {grade_id(cell)} has no points"
+
+
+def test_autograded_tests_record_progress_then_hold_hidden_tests(name):
+    nb = read(SOURCE_DIR / f"{name}.ipynb")
+    answers = {exercise_key(c) for c in nb.cells if is_code_answer(c)}
+    for cell in filter(is_autograded_test, nb.cells):
+        key, source = exercise_key(cell), cell.source
+        done = source.find(f'checks.done("{key}")')
+        hidden = source.find(HIDDEN_TESTS.begin)
+        assert 0 <= done < hidden, f"{grade_id(cell)}: visible checks, then checks.done({key!r}), then hidden tests"
+        assert region_lines(source, HIDDEN_TESTS), f"{grade_id(cell)}: the hidden tests are empty"
+        assert "from lmpolicy import checks" in source, f"{grade_id(cell)} must import checks itself"
+        assert key in answers, f"{grade_id(cell)}: no answer cell {key}__... with a solution"
+    for cell in nb.cells:
+        if is_code_answer(cell):
+            assert region_lines(cell.source, SOLUTION), f"{grade_id(cell)}: answer cell without a solution region"
+
+
+def test_manual_answers_carry_a_mark_scheme_inside_the_solution(name):
+    for cell in filter(is_manual_answer, read(SOURCE_DIR / f"{name}.ipynb").cells):
+        scheme = "\n".join(region_lines(cell.source, SOLUTION))
+        assert re.search(r"Mark scheme \((\d+) points?\)", scheme), f"{grade_id(cell)}: no mark scheme"
+        stated = int(re.search(r"Mark scheme \((\d+) points?\)", scheme).group(1))
+        assert stated == points(cell), f"{grade_id(cell)}: mark scheme says {stated} points, the cell {points(cell)}"
+
+
+def test_the_header_states_the_total_points(name):
+    nb = read(SOURCE_DIR / f"{name}.ipynb")
+    total = sum(points(cell) for cell in nb.cells)
+    assert stated_total(nb) == total, f"{name}: the first cell must state the total, '{total:g} points'"
+
+
+@pytest.mark.parametrize("folder", [SOURCE_DIR, RELEASE_DIR], ids=["source", "release"])
+def test_committed_notebooks_carry_no_outputs(name, folder):
+    path = folder / f"{name}.ipynb"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: run `make release`")
+    for cell in read(path).cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{path.name}: a cell has outputs"
+
+
+def test_release_holds_no_solution_hidden_test_or_mark_scheme(name):
+    source = read(SOURCE_DIR / f"{name}.ipynb")
+    release_text = "\n".join(cell.source for cell in read(RELEASE_DIR / f"{name}.ipynb").cells)
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "Mark scheme"):
+        assert marker not in release_text, f"release/{name}: {marker!r} survived"
+    public = set()
+    secret = []
+    for cell in source.cells:
+        hidden = region_lines(cell.source, SOLUTION) + region_lines(cell.source, HIDDEN_TESTS)
+        secret += hidden
+        public |= set(cell.source.splitlines()) - set(hidden)
+    leaks = [line for line in secret if len(line.strip()) >= 25 and line not in public and line in release_text]
+    assert not leaks, f"release/{name} shows solution or hidden-test lines: {leaks[:3]}"
+
+
+EXISTING = [ex for ex in progress.EXERCISES if ex.notebook in NOTEBOOK_NAMES]
+MISSING = sorted({ex.notebook for ex in progress.EXERCISES} - set(NOTEBOOK_NAMES))
+
+
+@pytest.mark.parametrize("exercise", EXISTING, ids=[ex.key for ex in EXISTING])
+def test_every_exercise_is_present_and_carries_points(exercise):
+    nb = read(SOURCE_DIR / f"{exercise.notebook}.ipynb")
+    graded = [cell for cell in nb.cells if exercise_key(cell) == exercise.key and points(cell) > 0]
+    assert graded, f"{exercise.label} ({exercise.key}) has no graded cell with points in {exercise.notebook}"
+
+
+@pytest.mark.parametrize("notebook", MISSING or ["none"])
+def test_every_notebook_of_the_exercise_list_exists(notebook):
+    if notebook == "none":
+        return
+    pytest.skip(f"source/ch11/{notebook}.ipynb is not written yet (its exercises are not checked)")
+
+
+def test_release_has_exactly_the_source_notebooks():
+    assert sorted(p.name for p in RELEASE_DIR.glob("*.ipynb")) == [f"{n}.ipynb" for n in NOTEBOOK_NAMES], \
+        "release/ch11 is out of date: run `make release`"
