@@ -98,6 +98,9 @@ EXERCISES: tuple[Exercise, ...] = tuple(
     )
     + _exercises(
         "08_tinylm_reinforce",
+        ("nb08_baseline", "leave-one-out baseline", "the baseline from the other answers to the same prompt"),
+        ("nb08_kl_reward", "KL in the reward", "the k1 penalty folded into each answer's reward"),
+        ("nb08_pg_loss", "policy-gradient loss", "the REINFORCE loss over response tokens"),
         ("ex11_10", "11.10", "the lab's questions"),
     )
 )
