@@ -1,0 +1,51 @@
+"""Typical wrong answers for 03_three_stages."""
+from . import WrongAnswer
+
+NOTEBOOK = "03_three_stages"
+
+_REINFORCE = '''
+
+def reinforce_gradient(logits, samples, rewards):
+    theta = logits.detach().clone().requires_grad_(True)
+    objective = (rewards.to(theta.dtype) * torch.log_softmax(theta, dim=-1)[samples]).mean()
+    (grad,) = torch.autograd.grad(objective, theta)
+    return grad
+'''
+
+WRONG_ANSWERS = [
+    WrongAnswer(
+        NOTEBOOK, "ex11_1c__gradients", "ex11_1c",
+        '''def rft_gradient(logits, samples, rewards):
+    theta = logits.detach().clone().requires_grad_(True)
+    objective = (rewards * torch.log_softmax(theta, dim=-1)[samples]).sum() / rewards.sum()
+    (grad,) = torch.autograd.grad(objective, theta)
+    return grad
+''' + _REINFORCE,
+        "divides by k = rewards.sum() without handling k = 0: 0/0 makes the gradient NaN instead of zero",
+    ),
+    WrongAnswer(
+        NOTEBOOK, "ex11_1c__gradients", "ex11_1c",
+        '''def rft_gradient(logits, samples, rewards):
+    logits.requires_grad_(True)
+    kept = samples[rewards > 0]
+    if kept.numel() == 0:
+        return torch.zeros_like(logits)
+    torch.log_softmax(logits, dim=-1)[kept].mean().backward()
+    return logits.grad
+''' + _REINFORCE,
+        "calls backward() on the caller's tensor: changes `logits` and accumulates .grad across calls",
+    ),
+    WrongAnswer(
+        NOTEBOOK, "ex11_1c__gradients", "ex11_1c",
+        '''def rft_gradient(logits, samples, rewards):
+    theta = logits.detach().clone().requires_grad_(True)
+    kept = samples[rewards > 0]
+    if kept.numel() == 0:
+        return torch.zeros_like(theta.detach())
+    objective = torch.log_softmax(theta, dim=-1)[kept].sum() / len(samples)
+    (grad,) = torch.autograd.grad(objective, theta)
+    return grad
+''' + _REINFORCE,
+        "divides the kept samples' sum by N instead of k: this is REINFORCE again, the k/N factor disappears",
+    ),
+]
