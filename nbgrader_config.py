@@ -1,12 +1,66 @@
-"""nbgrader configuration of the course (the grading issue extends this file)."""
+"""nbgrader configuration of the course `lm-policy`, assignment `ch11` (see docs/instructors.md).
+
+Stock nbgrader 0.9.6 plus three preprocessors of `lmpolicy.course.preprocessors` that close its holes:
+deleted locked cells come back, the grading kernel runs under limits with a tamper guard before every
+test cell, and feedback shows neither hidden tests nor their assertion lines.
+"""
 from pathlib import Path
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,
+                                    GetGrades, IgnorePattern, LimitOutput, OverwriteCells, OverwriteKernelspec,
+                                    SaveAutoGrades)
+
+from lmpolicy.course.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
+                                           RestoreDeletedCells)
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 
 COURSE_ROOT = Path(__file__).resolve().parent
 
+# --- the course -------------------------------------------------------------------------------
 c.CourseDirectory.course_id = "lm-policy"
 c.CourseDirectory.root = str(COURSE_ROOT)
 c.CourseDirectory.db_assignments = [dict(name="ch11")]
-# the gradebook is SQLite at the course root (nbgrader's embedded default)
+# the gradebook is SQLite at the course root (nbgrader's embedded default); on JupyterHub with many
+# graders, point this at PostgreSQL instead (docs/instructors.md)
 c.CourseDirectory.db_url = f"sqlite:///{COURSE_ROOT / 'gradebook.db'}"
+
+# --- autograding: sanitize, then execute in the limited kernel ---------------------------------
+c.Autograde.sanitize_preprocessors = [
+    ClearOutput,
+    DeduplicateGradeIds,   # a duplicated cell: the last copy keeps the grade id
+    OverwriteKernelspec,
+    OverwriteCells,        # edited locked and test cells get their source (with hidden tests) back
+    RestoreDeletedCells,   # deleted locked and grade cells come back where the release had them
+    CheckCellMetadata,
+]
+c.Autograde.autograde_preprocessors = [
+    GradingExecute,        # limited kernel, per-notebook timeouts, tamper guard, output cap
+    IgnorePattern,
+    ClearMetadataPreprocessor,
+    LimitOutput,
+    SaveAutoGrades,
+    AssignLatePenalties,
+    CheckCellMetadata,
+]
+c.OverwriteCells.add_missing_cells = False  # RestoreDeletedCells does it, for locked cells too
+c.RestoreDeletedCells.course_root = str(COURSE_ROOT)
+
+# Per-cell timeout (s), sized for each notebook: no cell needs more than 30 s under NBGRADER_EXECUTION,
+# a whole notebook under 60 s (08 under 120 s); the limits leave 2x headroom for a slow machine.
+c.GradingExecute.timeout = 60
+c.GradingExecute.cell_timeouts = {"08_tinylm_reinforce": 120}
+c.GradingExecute.default_budget = 180          # a notebook past this wall-clock budget is FAILED (timeout)
+c.GradingExecute.notebook_budgets = {"08_tinylm_reinforce": 360}
+c.GradingExecute.interrupt_on_timeout = True
+c.GradingExecute.max_output_bytes = 100_000     # per cell, enforced while the output streams in
+c.LimitOutput.max_lines = 200
+c.LimitOutput.max_traceback = 40
+
+# The grading kernel: prlimit --as (memory) --cpu (CPU seconds), one BLAS/torch thread, tamper guard.
+c.GradingKernelManager.memory_bytes = 3 * 1024**3
+c.GradingKernelManager.cpu_seconds = 600
+
+# --- feedback: no hidden tests, no hidden assertion lines in tracebacks -------------------------
+c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]

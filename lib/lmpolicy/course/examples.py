@@ -1,0 +1,89 @@
+"""Example submissions for `make grade`: the reference solution, the blank release, typical mistakes.
+
+- ``reference``: the source notebooks (solutions in place): full marks on every autograded part.
+- ``blank``: the release as a student receives it: zero on every autograded part.
+- ``mistakes``, ``mistakes-2``, ...: the reference with the typical wrong answers of
+  ``tests/notebooks/wrong_answers`` put into the answer cells, at most one per exercise and
+  submission, so each exercise with a wrong answer loses its points and no other exercise does.
+"""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import nbformat
+
+from lmpolicy.course.grading import ASSIGNMENT
+
+WRONG_ANSWER_PACKAGE = Path("tests") / "notebooks" / "wrong_answers"
+
+
+def load_wrong_answers(course_root: Path) -> list:
+    """The course's typical wrong answers (``WrongAnswer`` records); [] if the corpus is absent."""
+    package = Path(course_root) / WRONG_ANSWER_PACKAGE
+    if not (package / "__init__.py").exists():
+        return []
+    name = "lmpolicy_course_wrong_answers"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, package / "__init__.py",
+                                                      submodule_search_locations=[str(package)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return list(sys.modules[name].WRONG_ANSWERS)
+
+
+def mistake_rounds(wrong_answers: list) -> list[list]:
+    """Split wrong answers into rounds with at most one per (notebook, exercise) and answer cell."""
+    rounds: list[list] = []
+    for answer in wrong_answers:
+        for round_ in rounds:
+            if all((a.notebook, a.exercise) != (answer.notebook, answer.exercise)
+                   and (a.notebook, a.cell) != (answer.notebook, answer.cell) for a in round_):
+                round_.append(answer)
+                break
+        else:
+            rounds.append([answer])
+    return rounds
+
+
+def with_answers(notebook: nbformat.NotebookNode, answers: list) -> nbformat.NotebookNode:
+    """A copy of ``notebook`` whose answer cells named by ``answers`` hold the wrong sources."""
+    notebook = nbformat.from_dict(notebook)
+    by_cell = {a.cell: a.source for a in answers}
+    found = set()
+    for cell in notebook.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in by_cell:
+            cell.source = by_cell[grade_id]
+            found.add(grade_id)
+    if missing := set(by_cell) - found:
+        raise ValueError(f"wrong answers name answer cells that do not exist: {sorted(missing)}")
+    return notebook
+
+
+def place_examples(course_root: Path, assignment: str = ASSIGNMENT) -> list[str]:
+    """Write the example submissions into submitted/<student>/<assignment>/; returns the student ids."""
+    course_root = Path(course_root)
+    source, release = course_root / "source" / assignment, course_root / "release" / assignment
+    notebooks = {p.stem: nbformat.read(p, as_version=4) for p in sorted(source.glob("*.ipynb"))}
+    students = {"reference": {}, "blank": {}}
+    for name, notebook in notebooks.items():
+        students["reference"][name] = notebook
+        students["blank"][name] = nbformat.read(release / f"{name}.ipynb", as_version=4)
+    for number, round_ in enumerate(mistake_rounds(load_wrong_answers(course_root)), start=1):
+        student = "mistakes" if number == 1 else f"mistakes-{number}"
+        per_notebook = defaultdict(list)
+        for answer in round_:
+            per_notebook[answer.notebook].append(answer)
+        students[student] = {name: with_answers(nb, per_notebook[name]) for name, nb in notebooks.items()}
+    for student, submission in students.items():
+        folder = course_root / "submitted" / student / assignment
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        for name, notebook in submission.items():
+            nbformat.write(notebook, folder / f"{name}.ipynb")
+    return list(students)
