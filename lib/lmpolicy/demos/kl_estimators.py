@@ -1,0 +1,306 @@
+"""Demo "Three ways to estimate a KL": k1, k2 and k3 from sampled tokens, live.
+
+One position with eight tokens. The reference is fixed (``lmpolicy.scenarios.KL_DEMO_REF_PROBS``);
+the policy is the reference sharpened or flattened, pi_theta ∝ pi_ref ** (1 - x), with x in [-1, 1]
+(x < 0 sharper, x = 0 equal, x > 0 flatter, x = 1 uniform; ``scenarios.kl_demo_policy``). Each batch draws N tokens from pi_theta and averages each estimator
+over them: one estimate of KL(pi_theta || pi_ref) per estimator. The histograms collect the batch
+estimates; the table compares them with the exact values from ``lmpolicy.kl``.
+
+Draws are seeded: ``reset()`` (the Reset button) replays the same batches, and changing x or N
+starts again from the seed, so what the demo shows depends only on (x, N, batches drawn).
+
+    >>> demo = KLEstimatorDemo(x=0.2, tokens_per_estimate=16)
+    >>> demo.draw(200)
+    >>> round(demo.readouts()["exact_kl"], 4) == round(demo.moments.kl, 4)
+    True
+"""
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+
+from matplotlib.ticker import MaxNLocator
+
+from lmpolicy.demos.base import WidgetDemo
+from lmpolicy.demos.figure_widget import FigureImage
+from lmpolicy.kl import ESTIMATORS, estimator_moments
+from lmpolicy.scenarios import KL_DEMO_DEFAULT_X, KL_DEMO_REF_PROBS, kl_demo_policy
+
+TOKENS_PER_ESTIMATE = (1, 4, 16, 64, 256)
+FORMULAS = {"k1": "k1 = l", "k2": "k2 = l²/2", "k3": "k3 = e^(−l) − 1 + l"}
+COLORS = {"k1": "#1f77b4", "k2": "#ff7f0e", "k3": "#2ca02c"}
+HISTOGRAM_BINS = 40
+HISTOGRAM_HALF_WIDTH = 4.0  # histogram range: exact KL +- this many standard deviations of a batch estimate
+BATCHES_PER_PLAY_STEP = 20
+PLAY_INTERVAL_MS = 200
+PLAY_STEPS = 500  # Play stops after this many steps (10,000 batches)
+
+
+def _check_x(x) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise ValueError(f"x must be a number in [-1, 1] (-1: pi_theta much sharper than pi_ref, "
+                         f"1: uniform), got {x!r}")
+    kl_demo_policy(float(x))  # raises ValueError naming the range
+    return float(x)
+
+
+def _check_tokens_per_estimate(n) -> int:
+    if isinstance(n, bool) or n not in TOKENS_PER_ESTIMATE:
+        raise ValueError(f"tokens_per_estimate must be one of {TOKENS_PER_ESTIMATE}, got {n!r}")
+    return int(n)
+
+
+class KLEstimatorDemo(WidgetDemo):
+    """The KL-estimator demo: state, readouts, and (on first use of ``widget``) its controls.
+
+    Parameters
+    ----------
+    x : float in [-1, 1], default 0.2
+        How far pi_theta moves from pi_ref: pi_theta ∝ pi_ref ** (1 - x).
+    tokens_per_estimate : one of 1, 4, 16, 64, 256, default 16
+        N, the tokens averaged into one batch estimate.
+    seed : int, default 0
+        Seed of the draws; ``reset()`` and any change of x or N restart from it.
+
+    Controls (after ``widget`` or ``show()``): ``x_slider``, ``tokens_selector``, ``play``,
+    ``draw_button``, ``reset_button``. Setting their ``value`` (or clicking) updates the demo exactly
+    as in JupyterLab.
+    """
+
+    def __init__(self, x: float = KL_DEMO_DEFAULT_X, tokens_per_estimate: int = 16, seed: int = 0) -> None:
+        self.x = _check_x(x)
+        self.tokens_per_estimate = _check_tokens_per_estimate(tokens_per_estimate)
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        self.seed = int(seed)
+        self._figure = None
+        self._set_policy()
+
+    # -- state -------------------------------------------------------------------------------
+
+    def _set_policy(self) -> None:
+        self.p_theta = kl_demo_policy(self.x)
+        self.moments = estimator_moments(self.p_theta, KL_DEMO_REF_PROBS)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget all batches and restart the seeded draws (the next batches repeat the first ones)."""
+        self._rng = np.random.default_rng(self.seed)
+        self.batch_estimates = {name: np.empty(0) for name in ESTIMATORS}
+        self._negative_tokens = {name: 0 for name in ESTIMATORS}
+        self.tokens_drawn = 0
+
+    def set(self, *, x: float | None = None, tokens_per_estimate: int | None = None) -> None:
+        """Change x and/or N (validated); the batches drawn so far are dropped."""
+        if x is not None:
+            self.x = _check_x(x)
+        if tokens_per_estimate is not None:
+            self.tokens_per_estimate = _check_tokens_per_estimate(tokens_per_estimate)
+        self._set_policy()
+        self._refresh()
+
+    def draw(self, batches: int = 1) -> None:
+        """Draw ``batches`` batches of N tokens from pi_theta and add one estimate per estimator each."""
+        if isinstance(batches, bool) or not isinstance(batches, (int, np.integer)) or batches < 1:
+            raise ValueError(f"batches must be a whole number >= 1, got {batches!r}")
+        n = self.tokens_per_estimate
+        tokens = self._rng.choice(len(KL_DEMO_REF_PROBS), size=(int(batches), n), p=self.p_theta)
+        for name in ESTIMATORS:
+            values = self.moments.values[name][tokens]
+            self.batch_estimates[name] = np.concatenate([self.batch_estimates[name], values.mean(axis=1)])
+            self._negative_tokens[name] += int(np.count_nonzero(values < 0))
+        self.tokens_drawn += tokens.size
+        self._refresh()
+
+    @property
+    def batches(self) -> int:
+        return len(self.batch_estimates["k1"])
+
+    def readouts(self) -> dict:
+        """Every number the demo shows, as floats (nan where nothing has been drawn yet).
+
+        ``exact_kl``; per estimator k in k1, k2, k3: ``{k}_mean`` (mean of the batch estimates),
+        ``{k}_bias`` (that mean minus the exact KL), ``{k}_std`` (standard deviation of the batch
+        estimates), ``{k}_negative_share`` (share of single sampled tokens whose value is < 0),
+        ``{k}_below_kl_share`` (share of batch estimates below the exact KL), and the exact
+        counterparts ``{k}_exact_mean``, ``{k}_exact_bias``, ``{k}_exact_std`` (of one batch
+        estimate: single-token std / sqrt(N)) and ``{k}_exact_negative_share``. Also ``x``, ``alpha``,
+        ``tokens_per_estimate`` and ``batches``.
+        """
+        exact = self.moments
+        n = self.tokens_per_estimate
+        result = {"x": self.x, "alpha": 1.0 - self.x, "tokens_per_estimate": float(n),
+                  "batches": float(self.batches), "exact_kl": exact.kl}
+        for name in ESTIMATORS:
+            estimates = self.batch_estimates[name]
+            drawn = len(estimates) > 0
+            result[f"{name}_mean"] = float(estimates.mean()) if drawn else math.nan
+            result[f"{name}_bias"] = result[f"{name}_mean"] - exact.kl
+            result[f"{name}_std"] = float(estimates.std(ddof=1)) if len(estimates) > 1 else math.nan
+            result[f"{name}_negative_share"] = (self._negative_tokens[name] / self.tokens_drawn
+                                                if drawn else math.nan)
+            result[f"{name}_below_kl_share"] = float(np.mean(estimates < exact.kl)) if drawn else math.nan
+            result[f"{name}_exact_mean"] = exact.mean[name]
+            result[f"{name}_exact_bias"] = exact.bias[name]
+            result[f"{name}_exact_std"] = exact.std[name] / math.sqrt(n)
+            result[f"{name}_exact_negative_share"] = exact.negative_share[name]
+        return result
+
+    # -- widgets -----------------------------------------------------------------------------
+
+    def _build_widget(self):
+        import ipywidgets as w
+
+        self.table = w.HTML()
+        self._build_figure()
+        self.x_slider = w.FloatSlider(value=self.x, min=-1.0, max=1.0, step=0.05, readout_format=".2f",
+                                      description="x", continuous_update=True,
+                                      layout=w.Layout(width="360px"))
+        self.tokens_selector = w.ToggleButtons(options=list(TOKENS_PER_ESTIMATE),
+                                               value=self.tokens_per_estimate,
+                                               description="N", tooltips=["tokens per estimate"] * 5,
+                                               style={"button_width": "48px"})
+        self.play = w.Play(value=0, min=0, max=PLAY_STEPS, step=1, interval=PLAY_INTERVAL_MS,
+                           description="Play", show_repeat=False)
+        self.draw_button = w.Button(description="Draw one batch", icon="plus")
+        self.reset_button = w.Button(description="Reset", icon="undo")
+        self.x_slider.observe(lambda change: self.set(x=change["new"]), names="value")
+        self.tokens_selector.observe(lambda change: self.set(tokens_per_estimate=change["new"]),
+                                     names="value")
+        self.play.observe(self._on_play, names="value")
+        self.draw_button.on_click(lambda _: self.draw(1))
+        self.reset_button.on_click(lambda _: self._on_reset())
+        for control, name in ((self.x_slider, "x"), (self.tokens_selector, "tokens"),
+                              (self.play, "play"), (self.draw_button, "draw"), (self.reset_button, "reset")):
+            control.add_class(f"lmpolicy-kl-{name}")
+        header = w.HTML(
+            "<b>Three ways to estimate a KL.</b> One position, eight tokens. pi_theta ∝ pi_ref<sup>1−x</sup>: "
+            "x &lt; 0 makes pi_theta sharper than pi_ref, x &gt; 0 flatter (x = 1: uniform). "
+            "Each batch draws N tokens from pi_theta; its estimate is the mean of k over them.")
+        legend = " &nbsp; ".join(f"<span style='color:{COLORS[name]}'><b>{FORMULAS[name]}</b></span>"
+                                 for name in ESTIMATORS)
+        top_caption = w.HTML(
+            f"Top: what one sampled token contributes, as a function of its log-ratio "
+            f"l = log pi_theta/pi_ref ({legend}). Black dots on the axis: the eight tokens, sized by how "
+            f"often pi_theta samples them.")
+        bottom_caption = w.HTML(
+            "Bottom: histograms of the batch estimates so far (share of batches). "
+            "Dashed: the exact KL. Solid: the mean of the estimates so far.")
+        controls = w.VBox([
+            w.HBox([w.Label("sharper"), self.x_slider, w.Label("flatter")]),
+            w.HBox([w.Label("tokens per estimate"), self.tokens_selector]),
+            w.HBox([self.play, self.draw_button, self.reset_button]),
+        ])
+        self._refresh()
+        box = w.VBox([header, controls, top_caption, self._figure.widget, bottom_caption, self.table])
+        box.add_class("lmpolicy-kl-demo")
+        return box
+
+    def _on_play(self, change) -> None:
+        if change["new"] > change["old"]:  # Play counts up; Reset sets it back to 0
+            self.draw(BATCHES_PER_PLAY_STEP)
+
+    def _on_reset(self) -> None:
+        if self._widget is not None:
+            self.play.playing = False
+            self.play.value = 0
+        self.reset()
+        self._refresh()
+
+    # -- figure ------------------------------------------------------------------------------
+
+    def _build_figure(self) -> None:
+        self._figure = FigureImage(width=11.0, height=5.2)
+        figure = self._figure.figure
+        # Only tick labels are text in the figure: text is most of Agg's drawing time, so the
+        # captions and the legend live in HTML around the picture.
+        grid = figure.add_gridspec(2, 3, height_ratios=(1.0, 0.9), left=0.04, right=0.99, bottom=0.07,
+                                   top=0.98, hspace=0.25, wspace=0.08)
+        curves = figure.add_subplot(grid[0, :])
+        ratios = np.linspace(-4.0, 3.0, 300)
+        for name in ESTIMATORS:
+            values = {"k1": ratios, "k2": 0.5 * ratios ** 2, "k3": np.expm1(-ratios) + ratios}[name]
+            curves.plot(ratios, values, color=COLORS[name])
+        curves.axhline(0.0, color="0.6", linewidth=0.8)
+        curves.set_xlim(-4.0, 3.0)
+        curves.set_ylim(-2.5, 5.0)
+        curves.text(2.9, -2.3, "l", ha="right", va="bottom")
+        self._token_dots = curves.scatter(np.zeros(len(KL_DEMO_REF_PROBS)), np.zeros(len(KL_DEMO_REF_PROBS)), color="black",
+                                          zorder=3, clip_on=False)
+        self._histograms = {}
+        for column, name in enumerate(ESTIMATORS):
+            axes = figure.add_subplot(grid[1, column])
+            edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
+            bars = axes.stairs(np.zeros(HISTOGRAM_BINS), edges, fill=True, color=COLORS[name], alpha=0.6)
+            exact_line = axes.axvline(0.0, color="black", linestyle="--", linewidth=1.2, zorder=4)
+            mean_line = axes.axvline(0.0, color=COLORS[name], linewidth=2.0)
+            axes.set_yticks([])
+            axes.xaxis.set_major_locator(MaxNLocator(5))
+            axes.text(0.02, 0.97, name, transform=axes.transAxes, va="top", color=COLORS[name],
+                      fontweight="bold")
+            self._histograms[name] = (axes, bars, exact_line, mean_line)
+
+    def _histogram_edges(self) -> np.ndarray:
+        """A range shared by the three histograms, so their widths compare at a glance."""
+        spread = max(self.moments.std.values()) / math.sqrt(self.tokens_per_estimate)
+        low = self.moments.kl - HISTOGRAM_HALF_WIDTH * spread
+        high = self.moments.kl + HISTOGRAM_HALF_WIDTH * spread
+        if min(self.moments.values["k1"]) >= 0:  # pi_theta = pi_ref: every estimate is 0
+            low, high = -0.1, 0.1
+        return np.linspace(low, high, HISTOGRAM_BINS + 1)
+
+    def _refresh(self) -> None:
+        """Update the artists and the table in place, then re-render the picture."""
+        if self._figure is None:  # no widget yet: nothing to draw
+            return
+        ratios = self.moments.values["k1"]
+        self._token_dots.set_offsets(np.column_stack([ratios, np.zeros_like(ratios)]))
+        self._token_dots.set_sizes(600.0 * self.p_theta)
+        edges = self._histogram_edges()
+        readouts = self.readouts()
+        for name, (axes, bars, exact_line, mean_line) in self._histograms.items():
+            estimates = np.clip(self.batch_estimates[name], edges[0], edges[-1])
+            counts, _ = np.histogram(estimates, bins=edges)
+            shares = counts / max(len(estimates), 1)
+            bars.set_data(shares, edges)
+            axes.set_xlim(edges[0], edges[-1])
+            axes.set_ylim(0.0, max(shares.max(), 0.05) * 1.15)
+            exact_line.set_xdata([self.moments.kl])
+            mean = readouts[f"{name}_mean"]
+            mean_line.set_xdata([mean if math.isfinite(mean) else self.moments.kl])
+            mean_line.set_visible(math.isfinite(mean))
+        self._figure.redraw()
+        self.table.value = readout_table(readouts)
+
+
+def _number(readouts: dict, key: str, digits: int = 3, percent: bool = False) -> str:
+    value = readouts[key]
+    if not math.isfinite(value):
+        text = "–"
+    elif percent:
+        text = f"{100 * value:.1f}%"
+    else:
+        text = f"{value:+.{digits}f}" if key.endswith("bias") else f"{value:.{digits}f}"
+    return f'<span data-readout="{html.escape(key)}">{text}</span>'
+
+
+def readout_table(readouts: dict) -> str:
+    """The demo's table as HTML; every number sits in a span with ``data-readout="<key>"``."""
+    head = ("<tr><th></th><th>mean of estimates</th><th>bias</th><th>std. dev. of estimates</th>"
+            "<th>single tokens &lt; 0</th><th>estimates &lt; exact KL</th></tr>")
+    rows = []
+    for name in ESTIMATORS:
+        rows.append(
+            f"<tr><th>{FORMULAS[name]}</th>"
+            f"<td>{_number(readouts, f'{name}_mean', 4)}</td>"
+            f"<td>{_number(readouts, f'{name}_bias', 4)} <small>(exact {_number(readouts, f'{name}_exact_bias', 4)})</small></td>"
+            f"<td>{_number(readouts, f'{name}_std', 4)} <small>(exact {_number(readouts, f'{name}_exact_std', 4)})</small></td>"
+            f"<td>{_number(readouts, f'{name}_negative_share', percent=True)} <small>(exact {_number(readouts, f'{name}_exact_negative_share', percent=True)})</small></td>"
+            f"<td>{_number(readouts, f'{name}_below_kl_share', percent=True)}</td></tr>")
+    summary = (f"exact KL(pi_theta ‖ pi_ref) = {_number(readouts, 'exact_kl', 4)} nats · "
+               f"N = {int(readouts['tokens_per_estimate'])} tokens per estimate · "
+               f'<span data-readout="batches">{int(readouts["batches"])}</span> batches drawn')
+    return (f"<div>{summary}</div><table class='lmpolicy-readouts' style='border-spacing: 12px 2px'>"
+            f"{head}{''.join(rows)}</table>")

@@ -1,0 +1,388 @@
+"""Demo "Tilting a toy language model": pi* = pi_ref exp(r / beta) / Z, seen token by token and on
+the reward-KL plane, next to the reference sampled at a lower or higher temperature.
+
+Every number comes from the exact solvers (``lmpolicy.tilting``, ``lmpolicy.temperature``,
+``lmpolicy.kl``) applied to the three toy models of ``lmpolicy.scenarios``. Temperature here is
+token-level temperature: each next-token distribution raised to the power 1/T and renormalised,
+which is what a sampler does.
+
+    >>> demo = TiltingDemo(scenario="worked", beta=1.0)
+    >>> round(demo.readouts()["objective"], 3)
+    0.892
+"""
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+
+from lmpolicy.demos.base import WidgetDemo
+from lmpolicy.demos.figure_widget import FigureImage
+from lmpolicy.kl import kl
+from lmpolicy.scenarios import SCENARIOS, get_scenario
+from lmpolicy.temperature import temperature_curve, token_temperature
+from lmpolicy.tilting import (check_beta, expected_reward, frontier, kl_objective, soft_values,
+                              tilted_optimum, token_level_optimum)
+from lmpolicy.toy import check_positive
+
+# Slider grids in log10 units. beta: 10 steps per doubling, so 0.5 and 1 are exact grid points,
+# from 2 ** -4.4 = 0.047 to 2 ** 4.4 = 21. Temperature: 0.1 to 10 ** 0.5 = 3.16 in 60 steps
+# (T = 1 is a grid point, T = 0.5 is within 0.0012).
+BETA_LOG_STEP = math.log10(2.0) / 10
+BETA_LOG_RANGE = (-44 * BETA_LOG_STEP, 44 * BETA_LOG_STEP)
+TEMPERATURE_LOG_STEP = 0.025
+TEMPERATURE_LOG_RANGE = (-1.0, 0.5)
+BETA_RANGE = tuple(10.0 ** e for e in BETA_LOG_RANGE)
+TEMPERATURE_RANGE = tuple(10.0 ** e for e in TEMPERATURE_LOG_RANGE)
+CURVE_POINTS = 200
+
+COLORS = {"ref": "#7f7f7f", "star": "#6a3d9a", "temperature": "#2ca02c", "true": "#d62728"}
+HALO = "stroke='white' stroke-width='3' paint-order='stroke'"  # SVG text stays legible over edges
+TEMPERATURE_MEANING = "token-level sampling temperature: T < 1 sharpens every next-token distribution"
+
+
+def _check_in_range(value: float, name: str, bounds: tuple[float, float]) -> float:
+    """``value`` if within the slider's range (to rounding: the browser computes 10 ** exponent)."""
+    low, high = bounds
+    if not low * (1 - 1e-9) <= value <= high * (1 + 1e-9):
+        raise ValueError(f"{name} must be between {low:.3g} and {high:.3g} (the slider's range), got {value!r}")
+    return value
+
+
+class TiltingDemo(WidgetDemo):
+    """The tilting demo: state, readouts, and (on first use of ``widget``) its controls.
+
+    Parameters
+    ----------
+    scenario : "worked" (default), "likely" or "blind_spot" (see ``lmpolicy.scenarios``)
+    beta : float > 0, default 1.0, within the slider's range (about 0.05 to 20)
+    temperature : float > 0, default 1.0, within the slider's range (0.1 to 3.16); token-level
+    show_temperature : bool, default False: also show pi_ref at temperature T in the response bars
+
+    Controls (after ``widget`` or ``show()``): ``scenario_dropdown``, ``beta_slider`` (a
+    FloatLogSlider), ``temperature_slider`` (FloatLogSlider) and ``temperature_toggle``
+    (Checkbox). Setting their ``value`` updates the demo exactly as in JupyterLab.
+    """
+
+    def __init__(self, scenario: str = "worked", beta: float = 1.0, temperature: float = 1.0,
+                 show_temperature: bool = False) -> None:
+        self._figure = None
+        self._set_scenario(scenario)
+        self.beta = _check_in_range(check_beta(beta), "beta", BETA_RANGE)
+        self.temperature = _check_in_range(check_positive(temperature, "temperature", TEMPERATURE_MEANING),
+                                           "temperature", TEMPERATURE_RANGE)
+        self.show_temperature = bool(show_temperature)
+        self._solve_beta()
+        self._solve_temperature()
+
+    # -- state -------------------------------------------------------------------------------
+
+    def _set_scenario(self, name: str) -> None:
+        self.scenario = get_scenario(name)
+        model, rewards = self.scenario.model, self.scenario.rewards
+        self.reference_probs = model.response_probs()
+        betas = np.geomspace(*BETA_RANGE, CURVE_POINTS)
+        self.frontier = frontier(model, rewards, betas)
+        self.frontier_true_reward = self.frontier.probs @ self.scenario.true_rewards
+        self.temperature_curve = temperature_curve(model, rewards, np.geomspace(*TEMPERATURE_RANGE, CURVE_POINTS))
+
+    def _solve_beta(self) -> None:
+        model, rewards = self.scenario.model, self.scenario.rewards
+        self.optimum = tilted_optimum(model, rewards, self.beta)
+        self.soft_values = soft_values(model, rewards, self.beta)
+        self.token_optimum = token_level_optimum(model, rewards, self.beta)
+
+    def _solve_temperature(self) -> None:
+        self.tempered = token_temperature(self.scenario.model, self.temperature)
+
+    def set(self, *, scenario: str | None = None, beta: float | None = None,
+            temperature: float | None = None, show_temperature: bool | None = None) -> None:
+        """Change any of the four settings (validated as in the constructor) and update the views."""
+        if scenario is not None and scenario != self.scenario.name:
+            self._set_scenario(scenario)
+        if beta is not None:
+            self.beta = _check_in_range(check_beta(beta), "beta", BETA_RANGE)
+        if temperature is not None:
+            self.temperature = _check_in_range(
+                check_positive(temperature, "temperature", TEMPERATURE_MEANING), "temperature", TEMPERATURE_RANGE)
+        if show_temperature is not None:
+            self.show_temperature = bool(show_temperature)
+        if scenario is not None or beta is not None:
+            self._solve_beta()
+        if scenario is not None or temperature is not None:
+            self._solve_temperature()
+        self._refresh(rebuild=scenario is not None)
+
+    def readouts(self) -> dict:
+        """The readout panel as floats.
+
+        pi* at this beta: ``expected_reward`` E[r], ``true_expected_reward`` E[true r] (equal to
+        E[r] outside the blind-spot scenario), ``kl`` KL(pi* || pi_ref), ``objective`` J = E[r] - beta KL,
+        ``beta_log_partition`` beta log Z. Other policies at this beta: ``reference_objective``
+        J(pi_ref) = E_ref[r]; pi_ref at temperature T: ``temperature_expected_reward``,
+        ``temperature_true_expected_reward``, ``temperature_kl``, ``temperature_objective``.
+        Also ``beta`` and ``temperature``.
+        """
+        model, rewards, beta = self.scenario.model, self.scenario.rewards, self.beta
+        tempered_probs = self.tempered.response_probs()
+        return {
+            "beta": beta,
+            "temperature": self.temperature,
+            "expected_reward": self.optimum.expected_reward,
+            "true_expected_reward": expected_reward(self.optimum.probs, self.scenario.true_rewards),
+            "kl": self.optimum.kl,
+            "objective": self.optimum.objective,
+            "beta_log_partition": self.optimum.beta_log_partition,
+            "reference_objective": kl_objective(self.reference_probs, model, rewards, beta),
+            "temperature_expected_reward": expected_reward(tempered_probs, rewards),
+            "temperature_true_expected_reward": expected_reward(tempered_probs, self.scenario.true_rewards),
+            "temperature_kl": kl(tempered_probs, self.reference_probs),
+            "temperature_objective": kl_objective(tempered_probs, model, rewards, beta),
+        }
+
+    def response_view(self) -> dict:
+        """Per response: ``{"aa": {"reward", "true_reward", "pi_ref", "pi_star", "pi_temperature"}, ...}``."""
+        tempered = self.tempered.response_probs()
+        return {response: {"reward": float(self.scenario.rewards[i]),
+                           "true_reward": float(self.scenario.true_rewards[i]),
+                           "pi_ref": float(self.reference_probs[i]),
+                           "pi_star": float(self.optimum.probs[i]),
+                           "pi_temperature": float(tempered[i])}
+                for i, response in enumerate(self.scenario.model.responses)}
+
+    def token_view(self) -> dict:
+        """Per node of the token tree (the prefixes "", "a", ..., "aa", ...): ``soft_value`` V, and
+        for every node but the root the edge into it, ``pi_ref`` -> ``pi_star``: the probability of
+        its last token after its parent prefix, under pi_ref and under the token-level pi*.
+        """
+        model = self.scenario.model
+        view = {"": {"soft_value": float(self.soft_values[0])}}
+        for depth in range(1, model.depth + 1):
+            for prefix in model.prefixes(depth):
+                index = model.prefix_index(prefix)
+                view[prefix] = {"soft_value": float(self.soft_values[depth][index]),
+                                "pi_ref": float(model.tables[depth - 1][index]),
+                                "pi_star": float(self.token_optimum.tables[depth - 1][index])}
+        return view
+
+    # -- widgets -----------------------------------------------------------------------------
+
+    def _build_widget(self):
+        import ipywidgets as w
+
+        self.tree = w.HTML()
+        self.responses_table = w.HTML()
+        self.readout_panel = w.HTML()
+        self._build_figure()
+        self.scenario_dropdown = w.Dropdown(options=[(s.title, s.name) for s in SCENARIOS.values()],
+                                            value=self.scenario.name, description="scenario",
+                                            layout=w.Layout(width="440px"))
+        self.beta_slider = w.FloatLogSlider(value=self.beta, base=10, min=BETA_LOG_RANGE[0],
+                                            max=BETA_LOG_RANGE[1], step=BETA_LOG_STEP,
+                                            readout_format=".3g", description="β",
+                                            layout=w.Layout(width="440px"))
+        self.temperature_slider = w.FloatLogSlider(value=self.temperature, base=10,
+                                                   min=TEMPERATURE_LOG_RANGE[0], max=TEMPERATURE_LOG_RANGE[1],
+                                                   step=TEMPERATURE_LOG_STEP, readout_format=".3g",
+                                                   description="T", layout=w.Layout(width="440px"))
+        self.temperature_toggle = w.Checkbox(value=self.show_temperature,
+                                             description="show pi_ref at temperature T in the bars",
+                                             indent=False)
+        self.scenario_dropdown.observe(lambda change: self.set(scenario=change["new"]), names="value")
+        self.beta_slider.observe(lambda change: self.set(beta=change["new"]), names="value")
+        self.temperature_slider.observe(lambda change: self.set(temperature=change["new"]), names="value")
+        self.temperature_toggle.observe(lambda change: self.set(show_temperature=change["new"]), names="value")
+        for control, name in ((self.scenario_dropdown, "scenario"), (self.beta_slider, "beta"),
+                              (self.temperature_slider, "temperature"), (self.temperature_toggle, "toggle")):
+            control.add_class(f"lmpolicy-tilting-{name}")
+        header = w.HTML(
+            "<b>Tilting a toy language model.</b> pi* = pi_ref·exp(r/β)/Z. Move β to trade reward "
+            "against KL from pi_ref. <i>Temperature is token-level</i>: T rescales every next-token "
+            "distribution of pi_ref (each raised to 1/T and renormalised), as a sampler does; "
+            "it knows nothing about the reward.")
+        legend = (f"<span style='color:{COLORS['ref']}'>■ reference pi_ref</span> &nbsp; "
+                  f"<span style='color:{COLORS['star']}'>■ optimum pi*</span> &nbsp; "
+                  f"<span style='color:{COLORS['temperature']}'>■ pi_ref sampled at temperature T</span>")
+        plane_caption = (
+            f"Reward-KL plane, every policy a point (KL from pi_ref, expected reward): "
+            f"<span style='color:{COLORS['star']}'>pi* as β varies (the frontier), ● this β</span>; "
+            f"<span style='color:{COLORS['temperature']}'>pi_ref at temperature T as T varies, ● this T</span>; "
+            f"<span style='color:{COLORS['ref']}'>● pi_ref</span>")
+        self._true_caption = w.HTML(
+            f"<span style='color:{COLORS['true']}'>dashed: the true reward of pi* (the reward model is "
+            f"wrong on \"cc\")</span>")
+        controls = w.VBox([self.scenario_dropdown, self.beta_slider, self.temperature_slider,
+                           self.temperature_toggle])
+        views = w.VBox([
+            w.HTML("<b>Token view</b> (edges: pi_ref → pi* for that token; V: soft value of the node) "
+                   f"and <b>response view</b>: the same policy seen two ways. {legend}"),
+            w.HBox([self.tree, self.responses_table]),
+        ])
+        plane = w.VBox([w.HTML(f"Left: the response view as bars. Right: {plane_caption}"),
+                        self._true_caption, self._figure.widget])
+        self.readout_panel.layout.margin = "0 0 0 24px"
+        self._refresh(rebuild=True)
+        box = w.VBox([header, w.HBox([controls, self.readout_panel]), views, plane])
+        box.add_class("lmpolicy-tilting-demo")
+        return box
+
+    # -- figure: response bars and the reward-KL plane ---------------------------------------
+
+    def _build_figure(self) -> None:
+        self._figure = FigureImage(width=9.0, height=3.6)
+        figure = self._figure.figure
+        self._bars_axes = figure.add_axes((0.06, 0.12, 0.40, 0.84))
+        self._plane_axes = figure.add_axes((0.56, 0.12, 0.42, 0.84))
+        plane = self._plane_axes
+        self._frontier_line, = plane.plot([], [], color=COLORS["star"], linewidth=2)
+        self._true_line, = plane.plot([], [], color=COLORS["true"], linestyle="--", linewidth=1.5)
+        self._temperature_line, = plane.plot([], [], color=COLORS["temperature"], linewidth=1.5)
+        self._reference_dot, = plane.plot([], [], "o", color=COLORS["ref"], markersize=7)
+        self._temperature_dot, = plane.plot([], [], "o", color=COLORS["temperature"], markersize=9)
+        self._true_dot, = plane.plot([], [], "o", markerfacecolor="white", color=COLORS["true"], markersize=8)
+        self._star_dot, = plane.plot([], [], "o", color=COLORS["star"], markersize=10)
+        plane.set_xlabel("KL(pi ‖ pi_ref)")
+        plane.set_ylabel("E[r]")
+        self._bars = None
+
+    def _rebuild_scenario_artists(self) -> None:
+        """New bars and curve data: only when the scenario (and so the responses) change."""
+        axes = self._bars_axes
+        axes.clear()
+        responses = self.scenario.model.responses
+        positions = np.arange(len(responses))
+        width = 0.27
+        self._bars = {key: axes.bar(positions + offset, np.zeros(len(responses)), width, color=COLORS[key])
+                      for key, offset in (("ref", -width), ("star", 0.0), ("temperature", width))}
+        axes.set_xticks(positions, responses)
+        axes.set_ylim(0.0, 1.0)
+        axes.set_ylabel("probability of the response")
+        self._frontier_line.set_data(self.frontier.kl, self.frontier.expected_reward)
+        self._temperature_line.set_data(self.temperature_curve.kl, self.temperature_curve.expected_reward)
+        blind_spot = self.scenario.has_blind_spot
+        self._true_line.set_data(self.frontier.kl, self.frontier_true_reward)
+        self._true_line.set_visible(blind_spot)
+        self._true_dot.set_visible(blind_spot)
+        self._true_caption.layout.display = None if blind_spot else "none"
+        self._reference_dot.set_data([0.0], [expected_reward(self.reference_probs, self.scenario.rewards)])
+        kls = np.concatenate([self.frontier.kl, self.temperature_curve.kl])
+        values = np.concatenate([self.frontier.expected_reward, self.temperature_curve.expected_reward,
+                                 self.frontier_true_reward])
+        margin = 0.05 * (values.max() - values.min())
+        self._plane_axes.set_xlim(-0.03 * kls.max(), 1.05 * kls.max())
+        self._plane_axes.set_ylim(values.min() - margin, values.max() + margin)
+
+    def _refresh(self, rebuild: bool = False) -> None:
+        """Update the bars, dots, tree and tables in place; re-render the picture once."""
+        if self._figure is None:  # no widget yet: nothing to draw
+            return
+        if rebuild or self._bars is None:
+            self._rebuild_scenario_artists()
+        view = self.response_view()
+        for key, column in (("ref", "pi_ref"), ("star", "pi_star"), ("temperature", "pi_temperature")):
+            for bar, row in zip(self._bars[key], view.values()):
+                bar.set_height(row[column])
+                bar.set_visible(key != "temperature" or self.show_temperature)
+        readouts = self.readouts()
+        self._star_dot.set_data([readouts["kl"]], [readouts["expected_reward"]])
+        self._true_dot.set_data([readouts["kl"]], [readouts["true_expected_reward"]])
+        self._temperature_dot.set_data([readouts["temperature_kl"]], [readouts["temperature_expected_reward"]])
+        self._figure.redraw()
+        self.tree.value = token_tree_svg(self.scenario.model.tokens, self.scenario.model.depth,
+                                         self.token_view())
+        self.responses_table.value = response_table(view, self.show_temperature,
+                                                    self.scenario.has_blind_spot)
+        self.readout_panel.value = readout_panel(readouts, self.scenario.has_blind_spot)
+
+
+# -- HTML and SVG views ------------------------------------------------------------------------
+
+def _readout(key: str, value: float, digits: int = 3) -> str:
+    return f'<span data-readout="{html.escape(key)}">{value:.{digits}f}</span>'
+
+
+def readout_panel(readouts: dict, blind_spot: bool) -> str:
+    """The readouts as an HTML table; each number in a span with ``data-readout="<key>"``."""
+    rows = [("<b>Optimum pi* at this β</b>", None),
+            ("E<sub>pi*</sub>[r]", "expected_reward")]
+    if blind_spot:
+        rows.append(("E<sub>pi*</sub>[true reward]", "true_expected_reward"))
+    rows += [("KL(pi* ‖ pi_ref)", "kl"), ("J(pi*) = E[r] − β·KL", "objective"),
+             ("β·log Z = V at the root", "beta_log_partition"),
+             ("<b>Other policies, same β</b>", None),
+             ("J(pi_ref) = E<sub>ref</sub>[r]", "reference_objective"),
+             ("pi_ref at T: E[r]", "temperature_expected_reward")]
+    if blind_spot:
+        rows.append(("pi_ref at T: E[true reward]", "temperature_true_expected_reward"))
+    rows += [("pi_ref at T: KL from pi_ref", "temperature_kl"),
+             ("pi_ref at T: J = E[r] − β·KL", "temperature_objective")]
+    body = "".join(f"<tr><td colspan=2 style='padding-top:6px'>{label}</td></tr>" if key is None else
+                   f"<tr><td>{label}</td><td style='text-align:right'>{_readout(key, readouts[key])}</td></tr>"
+                   for label, key in rows)
+    return f"<table class='lmpolicy-readouts' style='border-spacing: 10px 1px; white-space: nowrap'>{body}</table>"
+
+
+def response_table(view: dict, show_temperature: bool, blind_spot: bool) -> str:
+    """Reward and probabilities per response (pi* with 4 decimals, as in the text's 0.0615)."""
+    head = "<tr><th>response</th><th>r</th>" + ("<th>true r</th>" if blind_spot else "")
+    head += "<th>pi_ref</th><th>pi*</th>" + ("<th>pi_ref at T</th>" if show_temperature else "") + "</tr>"
+    rows = []
+    for response, row in view.items():
+        cells = [f"<td><b>{response}</b></td>", f"<td>{row['reward']:g}</td>"]
+        if blind_spot:
+            cells.append(f"<td>{row['true_reward']:g}</td>")
+        cells.append(f"<td>{row['pi_ref']:.3f}</td>")
+        cells.append(f"<td style='color:{COLORS['star']}'>{_readout('pi_star_' + response, row['pi_star'], 4)}</td>")
+        if show_temperature:
+            cells.append(f"<td style='color:{COLORS['temperature']}'>{row['pi_temperature']:.4f}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (f"<table class='lmpolicy-responses' style='border-spacing: 10px 1px; text-align:right'>"
+            f"{head}{''.join(rows)}</table>")
+
+
+def token_tree_svg(tokens: tuple, depth: int, view: dict) -> str:
+    """The token tree as inline SVG: root on the left, one column per token position.
+
+    Each edge is labelled "pi_ref → pi*" for its token and drawn as thick as pi*; each node shows
+    its soft value V (at a full response, V is its reward).
+    """
+    leaves = len(tokens) ** depth
+    row_height, column_width, left, top = 30, 210, 60, 22
+    height = top + leaves * row_height
+    width = left + depth * column_width + 90
+
+    def position(prefix: str) -> tuple[float, float]:
+        # a node sits in the middle of the rows its subtree's leaves occupy
+        span = len(tokens) ** (depth - len(prefix))
+        first = 0
+        for i, char in enumerate(prefix):
+            first += tokens.index(char) * len(tokens) ** (depth - 1 - i)
+        return left + len(prefix) * column_width, top + (first + span / 2) * row_height - row_height / 2
+
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+             f"font-family='sans-serif' font-size='12'>"]
+    for prefix, node in view.items():
+        if not prefix:
+            continue
+        (x0, y0), (x1, y1) = position(prefix[:-1]), position(prefix)
+        stroke = 0.8 + 7.0 * node["pi_star"]
+        parts.append(f"<line x1='{x0}' y1='{y0}' x2='{x1}' y2='{y1}' stroke='{COLORS['star']}' "
+                     f"stroke-opacity='0.55' stroke-width='{stroke:.2f}'/>")
+        along = 0.78 if len(prefix) == depth else 0.55  # fanned-out edges: label near the child end
+        label_x, label_y = x0 + along * (x1 - x0), y0 + along * (y1 - y0) - 4
+        parts.append(f"<text x='{label_x:.1f}' y='{label_y:.1f}' text-anchor='middle' {HALO} "
+                     f"data-edge='{prefix}'><tspan fill='{COLORS['ref']}'>{node['pi_ref']:.2f}</tspan> → "
+                     f"<tspan fill='{COLORS['star']}' font-weight='bold'>{node['pi_star']:.2f}</tspan></text>")
+    for prefix, node in view.items():
+        x, y = position(prefix)
+        name = prefix if prefix else "start"
+        is_leaf = len(prefix) == depth
+        value = f"r = {node['soft_value']:.2f}" if is_leaf else f"V = {node['soft_value']:.2f}"
+        parts.append(f"<circle cx='{x}' cy='{y}' r='5' fill='black'/>")
+        anchor, dx = ("start", 9) if is_leaf else ("middle", 0)
+        dy = 4 if is_leaf else 18
+        parts.append(f"<text x='{x + dx}' y='{y + dy}' text-anchor='{anchor}' {HALO} data-node='{prefix}'>"
+                     f"<tspan font-weight='bold'>{name}</tspan> {value}</text>")
+    parts.append("</svg>")
+    return "".join(parts)

@@ -1,0 +1,158 @@
+"""A JupyterLab server started exactly as `make lab` starts it, and headless Chromium to drive it.
+
+The server is `make lab` itself, with LAB_ARGS adding only what a test needs: no browser window,
+a free port and a token. Jupyter's config, data and runtime folders are the temporary ones that
+tests/conftest.py set up. The demo notebooks are opened from copies under test-artifacts/ (ignored by
+git), so nothing a test does in the browser can save outputs into the committed notebooks.
+
+Chromium is Debian's (`apt-get install -y chromium`); Playwright's own browser download does not work
+on these machines. When LMPOLICY_REQUIRE_BROWSER is set (CI sets it) a missing Chromium fails the
+tests instead of skipping them.
+"""
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+# Without the background-networking flags Chromium's own connections are refused by the closed
+# network and page loads stall.
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SERVER_START_TIMEOUT = 90  # seconds; a cold start on a busy 2-core machine takes about 10
+
+
+@dataclass
+class LabServer:
+    base_url: str
+    token: str
+    log_path: Path
+
+    def url(self, path: str) -> str:
+        """The address of `path` on this server, with the token so the browser is logged in."""
+        separator = "&" if "?" in path else "?"
+        return f"{self.base_url}{path}{separator}token={self.token}"
+
+    def get(self, path: str) -> tuple[int, str, str]:
+        """GET `path` (redirects followed); returns (status, final url, body)."""
+        # the token goes in a header: a query-string token is lost on redirects
+        request = urllib.request.Request(self.base_url + path, headers={"Authorization": f"token {self.token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, response.url, response.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as error:
+            return error.code, self.base_url + path, error.read().decode("utf-8", "replace")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _write_lab_settings(settings_dir: Path) -> None:
+    """No autosave and no 'what's new' pop-ups: the browser tests only read what they run."""
+    docmanager = settings_dir / "@jupyterlab" / "docmanager-extension"
+    docmanager.mkdir(parents=True, exist_ok=True)
+    (docmanager / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
+    announcements = settings_dir / "@jupyterlab" / "apputils-extension"
+    announcements.mkdir(parents=True, exist_ok=True)
+    (announcements / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM to the process group we started (make and jupyter), then SIGKILL if it lingers."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory) -> LabServer:
+    """`make lab` on a free port with a token; stopped (with its kernels) after the tests."""
+    if shutil.which("make") is None:
+        pytest.fail("`make` is not installed: the course starts JupyterLab with `make lab`")
+    scratch = tmp_path_factory.mktemp("lab-server")
+    settings_dir = scratch / "lab-user-settings"
+    _write_lab_settings(settings_dir)
+    token = secrets.token_hex(16)
+    port = _free_port()
+    lab_args = f"--no-browser --port={port} --port-retries=0 --IdentityProvider.token={token}"
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings_dir),
+               JUPYTERLAB_WORKSPACES_DIR=str(scratch / "lab-workspaces"))
+    log_path = scratch / "jupyter-lab.log"
+    # -o .venv/.installed: the suite already runs inside the installed venv, never reinstall here.
+    command = ["make", "--no-print-directory", "-o", ".venv/.installed", "lab", f"LAB_ARGS={lab_args}"]
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True)
+    server = LabServer(base_url=f"http://127.0.0.1:{port}", token=token, log_path=log_path)
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"`make lab` exited with code {process.returncode} before serving:\n"
+                            f"{server.log()[-3000:]}")
+            try:
+                if server.get("/api/status")[0] == 200:
+                    break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"JupyterLab did not answer within {SERVER_START_TIMEOUT} s:\n"
+                            f"{server.log()[-3000:]}")
+            time.sleep(0.5)
+        yield server
+    finally:
+        _stop(process)
+    with socket.socket() as sock:  # stopped means the port no longer answers
+        assert sock.connect_ex(("127.0.0.1", port)) != 0, f"JupyterLab still answers on port {port}"
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium driven by Playwright; skipped (or, under CI, failed) when it is missing."""
+    if not CHROMIUM.exists():
+        message = f"Chromium is not installed at {CHROMIUM} (install it with `apt-get install -y chromium`)"
+        if os.environ.get("LMPOLICY_REQUIRE_BROWSER"):
+            pytest.fail(message + "; LMPOLICY_REQUIRE_BROWSER is set, so the browser tests must run")
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    """test-artifacts/ at the repository root (ignored by git): screenshots and notebook copies."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS

@@ -1,0 +1,155 @@
+"""The KL-estimator demo, driven through its widgets as a student would.
+
+Expected values: the chapter's claims with the exact numbers of the issue (0.521, about 45%, 0.704),
+recomputed here from the definitions (pi_theta ∝ pi_ref ** (1 - x), k1 = l, k2 = l²/2,
+k3 = e^-l - 1 + l), and sampling checks with tolerances of several standard errors.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from lmpolicy.demos.base import GRADER_NOTE
+from lmpolicy.demos.kl_estimators import BATCHES_PER_PLAY_STEP, KLEstimatorDemo
+from lmpolicy.kl import estimator_moments, probability_mean_below
+
+PI_REF = np.array([0.62, 0.18, 0.09, 0.05, 0.02, 0.02, 0.01, 0.01])  # the chapter's eight tokens
+
+
+def by_hand(x: float) -> dict:
+    """Exact KL and estimator means/stds for pi_theta ∝ pi_ref ** (1 - x), from the definitions."""
+    weights = PI_REF ** (1 - x)
+    p = weights / weights.sum()
+    ratio = np.log(p / PI_REF)
+    values = {"k1": ratio, "k2": ratio ** 2 / 2, "k3": np.exp(-ratio) - 1 + ratio}
+    result = {"p": p, "kl": float(p @ ratio), "k1_negative_share": float(p[ratio < 0].sum())}
+    for name, v in values.items():
+        result[f"{name}_mean"] = float(p @ v)
+        result[f"{name}_std"] = float(np.sqrt(p @ (v - p @ v) ** 2))
+    return result
+
+
+@pytest.fixture
+def demo():
+    demo = KLEstimatorDemo()
+    demo.widget  # build the controls
+    return demo
+
+
+def test_defaults_and_exact_readouts(demo):
+    readouts, exact = demo.readouts(), by_hand(0.2)
+    assert demo.x_slider.value == 0.2 and demo.tokens_selector.value == 16 and readouts["batches"] == 0
+    assert readouts["exact_kl"] == pytest.approx(exact["kl"], abs=1e-12)
+    assert round(readouts["k1_exact_negative_share"], 3) == 0.521
+    assert readouts["k1_exact_negative_share"] == pytest.approx(exact["k1_negative_share"], abs=1e-12)
+    assert readouts["k3_exact_negative_share"] == 0.0 and readouts["k2_exact_negative_share"] == 0.0
+    assert readouts["k1_exact_std"] == pytest.approx(exact["k1_std"] / 4)  # N = 16
+    moments = estimator_moments(demo.p_theta, PI_REF)  # the solver's numbers, shown unchanged
+    for name in ("k1", "k2", "k3"):
+        assert readouts[f"{name}_exact_mean"] == moments.mean[name]
+        assert readouts[f"{name}_exact_bias"] == moments.bias[name]
+    assert math.isnan(readouts["k1_mean"])
+    assert f'data-readout="exact_kl">{exact["kl"]:.4f}<' in demo.table.value
+
+
+def test_buttons_and_play_draw_batches_and_reset_replays_them(demo):
+    demo.draw_button.click()
+    assert demo.readouts()["batches"] == 1
+    demo.play.value = 1
+    demo.play.value = 2
+    assert demo.readouts()["batches"] == 1 + 2 * BATCHES_PER_PLAY_STEP
+    first = {name: values.copy() for name, values in demo.batch_estimates.items()}
+    demo.reset_button.click()
+    assert demo.readouts()["batches"] == 0 and demo.play.value == 0
+    assert 'data-readout="batches">0<' in demo.table.value
+    demo.draw_button.click()
+    demo.play.value = 1
+    demo.play.value = 2
+    for name in first:
+        np.testing.assert_array_equal(demo.batch_estimates[name], first[name])
+    assert np.all(demo.batch_estimates["k2"] >= 0) and np.all(demo.batch_estimates["k3"] >= 0)
+
+
+def test_default_play_about_half_of_single_k1_values_are_negative_and_no_k3():
+    demo = KLEstimatorDemo()
+    demo.draw(2000)  # 32,000 tokens
+    readouts, exact = demo.readouts(), by_hand(0.2)
+    assert readouts["k1_negative_share"] == pytest.approx(0.521, abs=0.012)  # 4 standard errors
+    assert readouts["k3_negative_share"] == 0.0 and readouts["k2_negative_share"] == 0.0
+    for name in ("k1", "k3"):  # unbiased: the running mean sits on the exact KL
+        standard_error = exact[f"{name}_std"] / 4 / math.sqrt(2000)
+        assert abs(readouts[f"{name}_mean"] - exact["kl"]) < 4 * standard_error
+    assert readouts["k1_std"] > 4 * readouts["k3_std"]  # k1's histogram is several times wider
+
+
+def test_far_right_k2_is_about_45_percent_high(demo):
+    demo.x_slider.value = 1.0
+    readouts, exact = demo.readouts(), by_hand(1.0)
+    assert np.allclose(demo.p_theta, 1 / 8)
+    assert readouts["exact_kl"] == pytest.approx(exact["kl"]) and round(readouts["exact_kl"], 1) == 1.0
+    assert readouts["k2_exact_bias"] / readouts["exact_kl"] == pytest.approx(0.446, abs=0.001)
+    assert exact["k2_mean"] / exact["kl"] - 1 == pytest.approx(0.446, abs=0.001)
+    demo.draw(400)
+    assert 0.38 < readouts_ratio(demo) < 0.51
+
+
+def readouts_ratio(demo) -> float:
+    readouts = demo.readouts()
+    return readouts["k2_mean"] / readouts["exact_kl"] - 1
+
+
+def test_far_left_most_k3_batches_land_below_the_true_kl():
+    exact = by_hand(-1.0)
+    assert probability_mean_below(exact["p"], PI_REF, 16, estimator="k3") == pytest.approx(0.704, abs=0.0005)
+    assert exact["k3_std"] > exact["k1_std"]
+    demo = KLEstimatorDemo(x=-1.0, tokens_per_estimate=16)
+    demo.draw(4000)
+    readouts = demo.readouts()
+    assert readouts["k3_below_kl_share"] == pytest.approx(0.704, abs=0.03)  # about 4 standard errors
+    assert readouts["k3_exact_std"] > readouts["k1_exact_std"]
+    assert readouts["k3_std"] > readouts["k1_std"]
+
+
+def test_spreads_shrink_like_one_over_sqrt_n(demo):
+    spreads = {}
+    for n in (1, 256):
+        demo.tokens_selector.value = n
+        assert demo.readouts()["batches"] == 0  # a new N starts again
+        demo.draw(300)
+        spreads[n] = demo.readouts()
+    for name in ("k1", "k2", "k3"):
+        assert spreads[1][f"{name}_exact_std"] / spreads[256][f"{name}_exact_std"] == pytest.approx(16)
+        assert 12 < spreads[1][f"{name}_std"] / spreads[256][f"{name}_std"] < 21
+
+
+def test_slider_move_keeps_the_same_figure_and_widgets(demo):
+    image, dots, before = demo._figure.widget, demo._token_dots, demo._figure.widget.value
+    demo.x_slider.value = -0.5
+    assert demo._figure.widget is image and demo._token_dots is dots and image.value != before
+    ratios = dots.get_offsets()[:, 0]
+    weights = PI_REF ** 1.5
+    np.testing.assert_allclose(ratios, np.log(weights / weights.sum() / PI_REF))
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"x": 1.5}, "x must be between"),
+    ({"x": "flat"}, "x must be a number"),
+    ({"tokens_per_estimate": 5}, "tokens_per_estimate must be one of"),
+    ({"seed": 1.5}, "seed must be an integer"),
+])
+def test_bad_arguments_are_named(kwargs, fragment):
+    with pytest.raises(ValueError, match=fragment):
+        KLEstimatorDemo(**kwargs)
+
+
+def test_draw_rejects_a_bad_batch_count():
+    with pytest.raises(ValueError, match="batches must be a whole number"):
+        KLEstimatorDemo().draw(0)
+
+
+def test_under_the_grader_show_builds_nothing(monkeypatch, capsys):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    demo = KLEstimatorDemo()
+    demo.show()
+    assert capsys.readouterr().out.strip() == GRADER_NOTE
+    assert demo._widget is None and demo._figure is None
