@@ -133,6 +133,21 @@ def check_close(actual, expected, what: str, hint: str | None = None, atol: floa
         _fail(f"{what} is off{where}: expected {want[index]:.6g}, got {got[index]:.6g}", hint)
 
 
+def check_equal(actual, expected, what: str, hint: str | None = None) -> None:
+    """``actual`` must equal ``expected`` exactly, element by element (token ids, masks, -inf patterns)."""
+    _not_none(actual, what)
+    got = _as_array(actual, what)
+    want = _as_array(expected, f"the expected value of {what}")
+    if got.shape != want.shape:
+        _fail(f"{what} has shape {tuple(got.shape)}; expected {tuple(want.shape)}", hint)
+    differ = got != want
+    if differ.any():
+        index = tuple(int(i) for i in np.argwhere(differ)[0])
+        where = f" at index {index}" if index else ""
+        _fail(f"{what} is wrong{where}: expected {want[index]:.6g}, got {got[index]:.6g} "
+              f"({int(differ.sum())} of {got.size} entries differ)", hint)
+
+
 def call_student(fn, *args, **kwargs):
     """Call the student's ``fn``; if it raises, fail with "your function f raised ValueError: ..."."""
     name = getattr(fn, "__name__", repr(fn))

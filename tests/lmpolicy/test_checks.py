@@ -64,6 +64,19 @@ def test_check_close_shows_expected_and_got_at_the_worst_entry_and_the_hint():
     checks.check_close(2.04, 2.0, "J", atol=0.05, rtol=0)
 
 
+def test_check_equal_is_exact_and_says_where_it_differs():
+    checks.check_equal(torch.tensor([2.0, float("-inf")]), [2.0, -np.inf], "filtered")
+    checks.check_equal(torch.tensor([True, False]), np.array([1, 0]), "mask")
+    with pytest.raises(checks.CheckFailed) as excinfo:
+        checks.check_equal(torch.tensor([[1, 2], [3, 4]]), [[1, 2], [3, 5]], "ids", hint="h")
+    assert str(excinfo.value).splitlines() == ["ids is wrong at index (1, 1): expected 5, got 4 (1 of 4 entries differ)",
+                                              "Hint: h"]
+    with pytest.raises(checks.CheckFailed, match="expected -inf, got 1"):
+        checks.check_equal([1.0], [-np.inf], "filtered")
+    with pytest.raises(checks.CheckFailed, match=r"shape \(3,\); expected \(2,\)"):
+        checks.check_equal([1, 2, 3], [1, 2], "ids")
+
+
 def test_call_student_reports_the_students_exception_in_words():
     def softmax(z):
         raise ValueError("bad logits")
