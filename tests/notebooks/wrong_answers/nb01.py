@@ -36,3 +36,12 @@ main_contributor = "6"
         "uses the base-10 logarithm; log-probs are natural logs",
     ),
 ]
+
+WRONG_ANSWERS.append(WrongAnswer(
+    NOTEBOOK, "ex11_1a__numbers", "ex11_1a",
+    '''prob_86 = 0.665 * 0.08 * 0.97
+logprob_86 = math.log(prob_86)
+main_contributor = "<eos>"
+''',
+    "picks the last token as the main contributor; the least likely token (6) dominates the log-prob",
+))
