@@ -21,3 +21,19 @@ if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """Make `--dist loadgroup` honour @pytest.mark.xdist_group again.
+
+    pytest-xdist 3.8 tags grouped tests by writing ``item._nodeid = "<id>@<group>"``, but pytest 9
+    keeps the node id in ``item._id``, so the tag is lost and grouped tests are spread over both
+    workers (each then starts its own JupyterLab server or grading class). Copy the tag across.
+    """
+    from _pytest.nodes import coerce_node_id
+
+    for item in items:
+        tagged = item.__dict__.get("_nodeid")
+        if tagged and tagged != item.nodeid:
+            item._id = coerce_node_id(tagged)

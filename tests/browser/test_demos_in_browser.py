@@ -35,7 +35,8 @@ def open_notebook(lab_server, chromium, artifacts_dir, repo_root):
     def open_and_run(name: str):
         shutil.copy(repo_root / "notebooks" / f"{name}.ipynb", copies / f"{name}.ipynb")
         page = chromium.new_page(viewport={"width": 1500, "height": 1300})
-        pages.append(page)
+        page.set_default_timeout(UPDATE_TIMEOUT_MS * 3)  # clicks on a busy 2-core machine
+        pages.append((name, page))
         # ?reset: a clean workspace, so only this notebook is open
         page.goto(lab_server.url(f"/lab/tree/test-artifacts/browser-notebooks/{name}.ipynb") + "&reset")
         page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
@@ -44,7 +45,8 @@ def open_notebook(lab_server, chromium, artifacts_dir, repo_root):
         return page
 
     yield open_and_run
-    for page in pages:
+    for name, page in pages:  # the page as the test left it: the first thing to look at after a failure
+        page.screenshot(path=str(artifacts_dir / f"{name}-last-page.png"))
         page.close()
 
 

@@ -123,9 +123,11 @@ def test_spreads_shrink_like_one_over_sqrt_n(demo):
 
 
 def test_slider_move_keeps_the_same_figure_and_widgets(demo):
-    image, dots, before = demo._figure.widget, demo._token_dots, demo._figure.widget.value
+    images = (demo._curves_figure.widget, demo._histogram_figure.widget)
+    dots, before = demo._token_dots, [image.value for image in images]
     demo.x_slider.value = -0.5
-    assert demo._figure.widget is image and demo._token_dots is dots and image.value != before
+    assert (demo._curves_figure.widget, demo._histogram_figure.widget) == images and demo._token_dots is dots
+    assert all(image.value != old for image, old in zip(images, before))
     ratios = dots.get_offsets()[:, 0]
     weights = PI_REF ** 1.5
     np.testing.assert_allclose(ratios, np.log(weights / weights.sum() / PI_REF))
@@ -152,4 +154,4 @@ def test_under_the_grader_show_builds_nothing(monkeypatch, capsys):
     demo = KLEstimatorDemo()
     demo.show()
     assert capsys.readouterr().out.strip() == GRADER_NOTE
-    assert demo._widget is None and demo._figure is None
+    assert demo._widget is None and demo._curves_figure is None

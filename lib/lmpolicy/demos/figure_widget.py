@@ -1,9 +1,14 @@
 """A matplotlib figure shown in JupyterLab as an ipywidgets.Image, redrawn in place.
 
 The demos never rebuild their figures: a control's callback changes the existing artists
-(``set_data``, ``set_text``, ``set_offsets`` ...) and calls ``redraw()``, which renders the figure with
+(``set_data``, ``set_height``, ``set_offsets`` ...) and calls ``redraw()``, which renders the figure with
 the Agg backend and swaps the PNG bytes of the Image widget. The browser replaces the picture in
 one step, so there is no flicker, and no lab extension (such as ipympl) is needed.
+
+Blitting keeps a slider move cheap: the artists that move with every update (bars, dots) are
+registered with ``set_moving``; they are left out of the full render, which is cached, and an
+ordinary ``redraw()`` only pastes the cached background and draws them on top. Anything else that
+changes (axis limits, tick labels, curves) needs ``redraw(full=True)``.
 
 The figure is a bare ``matplotlib.figure.Figure`` (not pyplot), so a notebook's inline backend
 never shows a second, static copy of it.
@@ -14,24 +19,45 @@ import io
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from PIL import Image
+
 
 class FigureImage:
     """A figure plus the Image widget that shows it.
 
-    ``figure`` is ready for ``add_subplot`` / ``subplot_mosaic``; ``widget`` (built on first use,
-    so nothing opens a comm until the demo is shown) displays the latest ``redraw()``.
+    ``figure`` is ready for ``add_subplot`` / ``add_axes``; ``widget`` (built on first use, so nothing
+    opens a comm until the demo is shown) displays the latest ``redraw()``.
     """
 
     def __init__(self, width: float, height: float, dpi: int = 80) -> None:
         self.figure = Figure(figsize=(width, height), dpi=dpi)
         self.canvas = FigureCanvasAgg(self.figure)
+        self._moving = []
+        self._background = None
         self._widget = None
 
+    def set_moving(self, artists) -> None:
+        """The artists redrawn on every update (replacing any earlier list); forces a full render."""
+        for artist in self._moving:
+            artist.set_animated(False)
+        self._moving = list(artists)
+        for artist in self._moving:
+            artist.set_animated(True)
+        self._background = None
+
     def png(self) -> bytes:
-        """The figure rendered as PNG bytes (fast zlib level: these images are never stored)."""
+        """The figure as PNG bytes: cached background (rendered if missing) plus the moving artists."""
+        if self._background is None:
+            self.canvas.draw()  # everything but the moving artists
+            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        else:
+            self.canvas.restore_region(self._background)
+        for artist in self._moving:
+            self.figure.draw_artist(artist)
+        width, height = self.canvas.get_width_height()
+        picture = Image.frombuffer("RGBA", (width, height), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
         buffer = io.BytesIO()
-        self.figure.savefig(buffer, format="png", dpi=self.figure.dpi,
-                            pil_kwargs={"compress_level": 1})
+        picture.convert("RGB").save(buffer, format="png", compress_level=1)  # fast: never stored
         return buffer.getvalue()
 
     @property
@@ -39,13 +65,14 @@ class FigureImage:
         if self._widget is None:
             import ipywidgets
 
-            width, height = self.figure.get_size_inches() * self.figure.dpi
+            width, height = self.canvas.get_width_height()
             self._widget = ipywidgets.Image(value=self.png(), format="png",
-                                            layout=ipywidgets.Layout(width=f"{width:.0f}px",
-                                                                     height=f"{height:.0f}px"))
+                                            layout=ipywidgets.Layout(width=f"{width}px", height=f"{height}px"))
         return self._widget
 
-    def redraw(self) -> None:
-        """Show the figure's current state (a no-op until the widget exists)."""
+    def redraw(self, full: bool = False) -> None:
+        """Show the figure's current state; ``full=True`` after changes beyond the moving artists."""
+        if full:
+            self._background = None
         if self._widget is not None:
             self._widget.value = self.png()

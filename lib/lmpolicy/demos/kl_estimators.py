@@ -32,6 +32,7 @@ TOKENS_PER_ESTIMATE = (1, 4, 16, 64, 256)
 FORMULAS = {"k1": "k1 = l", "k2": "k2 = l²/2", "k3": "k3 = e^(−l) − 1 + l"}
 COLORS = {"k1": "#1f77b4", "k2": "#ff7f0e", "k3": "#2ca02c"}
 HISTOGRAM_BINS = 40
+HISTOGRAM_TICKS = 5
 HISTOGRAM_HALF_WIDTH = 4.0  # histogram range: exact KL +- this many standard deviations of a batch estimate
 BATCHES_PER_PLAY_STEP = 20
 PLAY_INTERVAL_MS = 200
@@ -75,7 +76,8 @@ class KLEstimatorDemo(WidgetDemo):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"seed must be an integer, got {seed!r}")
         self.seed = int(seed)
-        self._figure = None
+        self._curves_figure = None
+        self._histogram_figure = None
         self._set_policy()
 
     # -- state -------------------------------------------------------------------------------
@@ -186,7 +188,7 @@ class KLEstimatorDemo(WidgetDemo):
             f"l = log pi_theta/pi_ref ({legend}). Black dots on the axis: the eight tokens, sized by how "
             f"often pi_theta samples them.")
         bottom_caption = w.HTML(
-            "Bottom: histograms of the batch estimates so far (share of batches). "
+            "Bottom: histograms of the batch estimates so far (shared x-axis, tallest bar scaled to the top). "
             "Dashed: the exact KL. Solid: the mean of the estimates so far.")
         controls = w.VBox([
             w.HBox([w.Label("sharper"), self.x_slider, w.Label("flatter")]),
@@ -194,7 +196,8 @@ class KLEstimatorDemo(WidgetDemo):
             w.HBox([self.play, self.draw_button, self.reset_button]),
         ])
         self._refresh()
-        box = w.VBox([header, controls, top_caption, self._figure.widget, bottom_caption, self.table])
+        box = w.VBox([header, controls, top_caption, self._curves_figure.widget, bottom_caption,
+                      self._histogram_figure.widget, self.table])
         box.add_class("lmpolicy-kl-demo")
         return box
 
@@ -212,13 +215,11 @@ class KLEstimatorDemo(WidgetDemo):
     # -- figure ------------------------------------------------------------------------------
 
     def _build_figure(self) -> None:
-        self._figure = FigureImage(width=11.0, height=5.2)
-        figure = self._figure.figure
-        # Only tick labels are text in the figure: text is most of Agg's drawing time, so the
-        # captions and the legend live in HTML around the picture.
-        grid = figure.add_gridspec(2, 3, height_ratios=(1.0, 0.9), left=0.04, right=0.99, bottom=0.07,
-                                   top=0.98, hspace=0.25, wspace=0.08)
-        curves = figure.add_subplot(grid[0, :])
+        # Two pictures: the curves never change (only the token dots move), the histograms change
+        # their x-range with x and N. Only tick labels are text in them: text is most of Agg's
+        # drawing time, so captions and legend live in HTML around the pictures.
+        self._curves_figure = FigureImage(width=11.0, height=2.6)
+        curves = self._curves_figure.figure.add_axes((0.04, 0.12, 0.95, 0.85))
         ratios = np.linspace(-4.0, 3.0, 300)
         for name in ESTIMATORS:
             values = {"k1": ratios, "k2": 0.5 * ratios ** 2, "k3": np.expm1(-ratios) + ratios}[name]
@@ -227,20 +228,37 @@ class KLEstimatorDemo(WidgetDemo):
         curves.set_xlim(-4.0, 3.0)
         curves.set_ylim(-2.5, 5.0)
         curves.text(2.9, -2.3, "l", ha="right", va="bottom")
-        self._token_dots = curves.scatter(np.zeros(len(KL_DEMO_REF_PROBS)), np.zeros(len(KL_DEMO_REF_PROBS)), color="black",
-                                          zorder=3, clip_on=False)
+        tokens = len(KL_DEMO_REF_PROBS)
+        self._token_dots = curves.scatter(np.zeros(tokens), np.zeros(tokens), color="black", zorder=3, clip_on=False)
+        self._curves_figure.set_moving([self._token_dots])
+        self._histogram_figure = FigureImage(width=11.0, height=2.3)
+        grid = self._histogram_figure.figure.add_gridspec(1, 3, left=0.04, right=0.99, bottom=0.15, top=0.97,
+                                                          wspace=0.08)
+        # The x-range follows x and N. Matplotlib's own tick labels would force a full render on
+        # every slider move, so each histogram draws its few tick labels itself, as moving artists.
         self._histograms = {}
         for column, name in enumerate(ESTIMATORS):
-            axes = figure.add_subplot(grid[1, column])
-            edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
-            bars = axes.stairs(np.zeros(HISTOGRAM_BINS), edges, fill=True, color=COLORS[name], alpha=0.6)
-            exact_line = axes.axvline(0.0, color="black", linestyle="--", linewidth=1.2, zorder=4)
-            mean_line = axes.axvline(0.0, color=COLORS[name], linewidth=2.0)
+            axes = self._histogram_figure.figure.add_subplot(grid[0, column])
+            axes.set_xticks([])
             axes.set_yticks([])
-            axes.xaxis.set_major_locator(MaxNLocator(5))
+            axes.set_ylim(0.0, 1.15)
             axes.text(0.02, 0.97, name, transform=axes.transAxes, va="top", color=COLORS[name],
                       fontweight="bold")
-            self._histograms[name] = (axes, bars, exact_line, mean_line)
+            along_bottom = axes.get_xaxis_transform()  # x in data units, y in axes units
+            edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
+            self._histograms[name] = {
+                "axes": axes,
+                "bars": axes.stairs(np.zeros(HISTOGRAM_BINS), edges, fill=True, color=COLORS[name], alpha=0.6),
+                "mean_line": axes.axvline(0.0, color=COLORS[name], linewidth=2.0),
+                "exact_line": axes.axvline(0.0, color="black", linestyle="--", linewidth=1.2),
+                "tick_marks": axes.plot([], [], linestyle="none", marker="|", markersize=7, color="black",
+                                        transform=along_bottom, clip_on=False)[0],
+                "tick_labels": [axes.text(0.0, -0.05, "", transform=along_bottom, ha="center", va="top",
+                                          fontsize=9, clip_on=False) for _ in range(HISTOGRAM_TICKS + 2)],
+            }
+        self._histogram_figure.set_moving([artist for parts in self._histograms.values()
+                                           for artist in (parts["bars"], parts["mean_line"], parts["exact_line"],
+                                                          parts["tick_marks"], *parts["tick_labels"])])
 
     def _histogram_edges(self) -> np.ndarray:
         """A range shared by the three histograms, so their widths compare at a glance."""
@@ -252,26 +270,32 @@ class KLEstimatorDemo(WidgetDemo):
         return np.linspace(low, high, HISTOGRAM_BINS + 1)
 
     def _refresh(self) -> None:
-        """Update the artists and the table in place, then re-render the picture."""
-        if self._figure is None:  # no widget yet: nothing to draw
+        """Update the artists and the table in place, then re-render the pictures (moving artists only)."""
+        if self._curves_figure is None:  # no widget yet: nothing to draw
             return
         ratios = self.moments.values["k1"]
         self._token_dots.set_offsets(np.column_stack([ratios, np.zeros_like(ratios)]))
         self._token_dots.set_sizes(600.0 * self.p_theta)
         edges = self._histogram_edges()
+        ticks = [t for t in MaxNLocator(HISTOGRAM_TICKS).tick_values(edges[0], edges[-1]) if edges[0] <= t <= edges[-1]]
         readouts = self.readouts()
-        for name, (axes, bars, exact_line, mean_line) in self._histograms.items():
+        for name, parts in self._histograms.items():
             estimates = np.clip(self.batch_estimates[name], edges[0], edges[-1])
             counts, _ = np.histogram(estimates, bins=edges)
-            shares = counts / max(len(estimates), 1)
-            bars.set_data(shares, edges)
-            axes.set_xlim(edges[0], edges[-1])
-            axes.set_ylim(0.0, max(shares.max(), 0.05) * 1.15)
-            exact_line.set_xdata([self.moments.kl])
+            parts["bars"].set_data(counts / max(counts.max(), 1), edges)  # tallest bar at 1: fixed y-axis
+            parts["axes"].set_xlim(edges[0], edges[-1])
+            parts["exact_line"].set_xdata([self.moments.kl])
             mean = readouts[f"{name}_mean"]
-            mean_line.set_xdata([mean if math.isfinite(mean) else self.moments.kl])
-            mean_line.set_visible(math.isfinite(mean))
-        self._figure.redraw()
+            parts["mean_line"].set_xdata([mean if math.isfinite(mean) else self.moments.kl])
+            parts["mean_line"].set_visible(math.isfinite(mean))
+            parts["tick_marks"].set_data(ticks, np.zeros(len(ticks)))
+            for index, label in enumerate(parts["tick_labels"]):
+                label.set_visible(index < len(ticks))
+                if index < len(ticks):
+                    label.set_x(ticks[index])
+                    label.set_text(f"{round(ticks[index], 10):g}")
+        self._curves_figure.redraw()
+        self._histogram_figure.redraw()
         self.table.value = readout_table(readouts)
 
 

@@ -255,6 +255,8 @@ class TiltingDemo(WidgetDemo):
         width = 0.27
         self._bars = {key: axes.bar(positions + offset, np.zeros(len(responses)), width, color=COLORS[key])
                       for key, offset in (("ref", -width), ("star", 0.0), ("temperature", width))}
+        self._figure.set_moving([bar for bars in self._bars.values() for bar in bars]
+                                + [self._star_dot, self._true_dot, self._temperature_dot])
         axes.set_xticks(positions, responses)
         axes.set_ylim(0.0, 1.0)
         axes.set_ylabel("probability of the response")
@@ -288,7 +290,7 @@ class TiltingDemo(WidgetDemo):
         self._star_dot.set_data([readouts["kl"]], [readouts["expected_reward"]])
         self._true_dot.set_data([readouts["kl"]], [readouts["true_expected_reward"]])
         self._temperature_dot.set_data([readouts["temperature_kl"]], [readouts["temperature_expected_reward"]])
-        self._figure.redraw()
+        self._figure.redraw(full=rebuild)
         self.tree.value = token_tree_svg(self.scenario.model.tokens, self.scenario.model.depth,
                                          self.token_view())
         self.responses_table.value = response_table(view, self.show_temperature,
