@@ -7,6 +7,8 @@ Each module holds one concept and imports on its own:
 - ``generate``   : batched sampling with a KV cache (temperature, top-k, top-p)
 - ``logprobs``   : the log-prob plumbing (shift, prompt mask, padding mask)
 - ``rewards``    : the verifier reward and accuracy metrics
+- ``reinforce``  : REINFORCE on TinyLM with the verifier (notebook 08's training loop)
+- ``sft``        : supervised fine-tuning on more worked examples, the baseline it is compared with
 - ``problems``   : the held-out and training addition problems
 - ``toy``        : a toy language model given as next-token tables
 - ``tilting``    : the KL-regularised objective, its optimum pi*, soft values
