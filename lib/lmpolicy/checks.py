@@ -198,8 +198,23 @@ def _blocker(message: str):
     return namespace["blocked"]
 
 
+def _block_method(method):
+    """A C method such as ``torch.Tensor.softmax``: shadow it on the Python subclasses of its class."""
+    message = f"implement this yourself: calling .{method.__name__}() gets no credit"
+    owners = [cls for cls in method.__objclass__.__subclasses__() if method.__name__ not in vars(cls)]
+    for owner in owners:
+        setattr(owner, method.__name__, _blocker(message))
+
+    def undo():
+        for owner in owners:
+            delattr(owner, method.__name__)
+    return undo
+
+
 def _block(fn):
     """Make ``fn`` raise LibraryShortcutUsed however the student reached it; return the undo."""
+    if isinstance(fn, types.MethodDescriptorType):
+        return _block_method(fn)
     message = f"implement this yourself: calling {fn.__module__}.{fn.__name__} gets no credit"
     if isinstance(fn, types.FunctionType) and not fn.__closure__:
         original = fn.__code__
@@ -218,6 +233,9 @@ def _block(fn):
 @contextlib.contextmanager
 def no_library_shortcut(*library_functions):
     """While active, calling any of ``library_functions`` raises LibraryShortcutUsed.
+
+    Python functions are blocked under every alias (their code is swapped), builtins by their module
+    attribute, and C methods such as ``torch.Tensor.softmax`` on the Python subclasses of their class.
 
     Hidden tests wrap the student's call in it so that an answer delegating to lmpolicy's own
     implementation of the exercise earns nothing.

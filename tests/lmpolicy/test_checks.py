@@ -146,6 +146,18 @@ def test_no_library_shortcut_blocks_every_alias_and_restores_afterwards():
     checks.check_close(torch.softmax(z, -1), expected, "torch.softmax after the guard")
 
 
+def test_no_library_shortcut_blocks_a_tensor_method_and_restores_it():
+    z = torch.tensor([2.0, 1.0, 0.0])
+    with checks.no_library_shortcut(torch.Tensor.softmax):
+        with pytest.raises(checks.LibraryShortcutUsed, match=r"calling \.softmax\(\) gets no credit"):
+            checks.call_student(lambda x: x.softmax(-1), z)
+        with pytest.raises(checks.LibraryShortcutUsed):
+            checks.call_student(lambda x: torch.nn.Parameter(x).softmax(-1), z)
+    assert "softmax" not in vars(torch.Tensor)
+    expected = np.exp([2.0, 1.0, 0.0]) / np.exp([2.0, 1.0, 0.0]).sum()
+    checks.check_close(z.softmax(-1), expected, "Tensor.softmax after the guard")
+
+
 def test_no_library_shortcut_restores_even_when_the_block_raises():
     import torch.nn.functional as F
 

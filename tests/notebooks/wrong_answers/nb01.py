@@ -45,3 +45,11 @@ main_contributor = "<eos>"
 ''',
     "picks the last token as the main contributor; the least likely token (6) dominates the log-prob",
 ))
+
+WRONG_ANSWERS.append(WrongAnswer(
+    NOTEBOOK, "nb01_softmax__answer", "nb01_softmax",
+    '''def softmax(logits, dim=-1):
+    return logits.softmax(dim=dim)
+''',
+    "calls torch's own softmax (as a tensor method) instead of writing it",
+))
