@@ -97,11 +97,11 @@ def test_every_exercise_is_present_and_carries_points(exercise):
     assert graded, f"{exercise.label} ({exercise.key}) has no graded cell with points in {exercise.notebook}"
 
 
-@pytest.mark.parametrize("notebook", MISSING or ["none"])
-def test_every_notebook_of_the_exercise_list_exists(notebook):
-    if notebook == "none":
-        return
-    pytest.skip(f"source/ch11/{notebook}.ipynb is not written yet (its exercises are not checked)")
+def test_the_exercise_list_and_the_notebooks_agree():
+    unlisted = sorted(set(NOTEBOOK_NAMES) - {ex.notebook for ex in progress.EXERCISES})
+    assert not unlisted, f"notebooks without exercises in lmpolicy.progress.EXERCISES: {unlisted}"
+    if MISSING:
+        pytest.skip(f"not written yet (their exercises are not checked): {', '.join(MISSING)}")
 
 
 def test_release_has_exactly_the_source_notebooks():
