@@ -67,16 +67,23 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+LAB_SETTINGS = {
+    # the browser tests only read what they run: never save the notebook copies
+    ("docmanager-extension", "plugin"): {"autosave": False},
+    # no 'would you like news?' pop-up
+    ("apputils-extension", "notification"): {"fetchNews": "false", "checkForUpdates": False},
+    # start the notebook's kernel without the 'Select Kernel' dialog, which otherwise appears now and
+    # then while the page loads and swallows the clicks
+    ("notebook-extension", "tracker"): {"autoStartDefaultKernel": True},
+}
+
+
 def _write_lab_settings(settings_dir: Path) -> None:
-    """No autosave and no 'what's new' pop-ups: the browser tests only read what they run."""
-    docmanager = settings_dir / "@jupyterlab" / "docmanager-extension"
-    docmanager.mkdir(parents=True, exist_ok=True)
-    (docmanager / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
-    announcements = settings_dir / "@jupyterlab" / "apputils-extension"
-    announcements.mkdir(parents=True, exist_ok=True)
-    (announcements / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
+    """User settings for the test server only (JUPYTERLAB_SETTINGS_DIR points here)."""
+    for (extension, plugin), values in LAB_SETTINGS.items():
+        folder = settings_dir / "@jupyterlab" / extension
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{plugin}.jupyterlab-settings").write_text(json.dumps(values))
 
 
 def _stop(process: subprocess.Popen) -> None:

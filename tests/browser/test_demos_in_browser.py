@@ -41,7 +41,7 @@ def open_notebook(lab_server, chromium, artifacts_dir, repo_root):
         page.goto(lab_server.url(f"/lab/tree/test-artifacts/browser-notebooks/{name}.ipynb") + "&reset")
         page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
         page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=RUN_TIMEOUT_MS)
-        run_all_cells(page)
+        run_all_cells(page, name, artifacts_dir)
         return page
 
     yield open_and_run
@@ -50,7 +50,7 @@ def open_notebook(lab_server, chromium, artifacts_dir, repo_root):
         page.close()
 
 
-def run_all_cells(page, attempts: int = 4) -> None:
+def run_all_cells(page, name: str, artifacts_dir, attempts: int = 4) -> None:
     """Run > Run All Cells, repeated until the code cells are really queued.
 
     While the kernel is still connecting, JupyterLab can drop the request without a message (the
@@ -59,15 +59,17 @@ def run_all_cells(page, attempts: int = 4) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout, expect
 
     prompt = page.locator(".jp-CodeCell .jp-InputPrompt").first
-    for _ in range(attempts):
-        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click()
-        page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click()
+    for attempt in range(attempts):
         try:
+            page.keyboard.press("Escape")  # close whatever menu, pop-up or dialog may be in the way
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click(timeout=15_000)
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click(timeout=15_000)
             expect(prompt).to_have_text(re.compile(r"\[(\*|\d+)\]"), timeout=10_000)
             return
         except (AssertionError, PlaywrightTimeout):
-            continue
-    pytest.fail(f"Run All Cells did not start the code cells after {attempts} tries")
+            page.screenshot(path=str(artifacts_dir / f"{name}-run-all-attempt-{attempt + 1}.png"))
+    pytest.fail(f"Run All Cells did not start the code cells of {name} after {attempts} tries "
+                f"(screenshots in test-artifacts/)")
 
 
 def wait_for_demo(page, demo_class: str, artifacts_dir):
