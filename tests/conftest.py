@@ -11,6 +11,9 @@ for _var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "I
     os.environ[_var] = str(_SCRATCH / _var.lower())
     Path(os.environ[_var]).mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("MPLBACKEND", "Agg")
+# `make test` runs two pytest workers on two cores: torch's default of one thread per core
+# oversubscribes them (a 3 ms TinyLM forward pass took 100 ms). One thread per worker and subprocess.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("LMPOLICY_PROGRESS_FILE", str(_SCRATCH / "progress.json"))
 # nbgrader runs `alembic` as a subprocess: the interpreter's bin/ must be on PATH.
 _BIN = str(Path(os.sys.executable).parent)
