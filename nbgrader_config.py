@@ -21,7 +21,8 @@ COURSE_ROOT = Path(__file__).resolve().parent
 # --- the course -------------------------------------------------------------------------------
 c.CourseDirectory.course_id = "lm-policy"
 c.CourseDirectory.root = str(COURSE_ROOT)
-c.CourseDirectory.db_assignments = [dict(name="ch11")]
+# the one assignment, ch11, enters the gradebook when `generate_assignment ch11` runs (nbgrader 0.9
+# has no db_assignments option any more)
 # the gradebook is SQLite at the course root (nbgrader's embedded default); on JupyterHub with many
 # graders, point this at PostgreSQL instead (docs/instructors.md)
 c.CourseDirectory.db_url = f"sqlite:///{COURSE_ROOT / 'gradebook.db'}"

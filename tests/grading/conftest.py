@@ -21,3 +21,55 @@ def tiny_class(tmp_path_factory):
         tiny_course.submit(root, student, make())
     outcomes = grade_class(root, workers=2, log=lambda _: None)
     return root, {o.student: o for o in outcomes}
+
+
+CH11_HOSTILE_STUDENT = "ch11_hostile"
+# notebook 07 of the reference with: task1a answered by importing lmpolicy's own implementation (no
+# credit), task1b wrong and lmpolicy.checks.check_close rebound (tampering: task1b scores 0).
+CH11_HOSTILE_ANSWERS = {
+    "task1a__response_logprobs": "from lmpolicy.logprobs import response_logprobs",
+    "task1b__sequence_logprob": ("from lmpolicy import checks\nchecks.check_close = lambda *args, **kwargs: None\n"
+                                 "def sequence_logprob(token_logprobs, mask):\n    return token_logprobs.sum(-1) * 0"),
+}
+
+
+def committed_notebooks(repo_root):
+    """The source notebooks of the commit under test (a clean clone: all of them; a working tree:
+    not the ones still being written)."""
+    import subprocess
+
+    folder = repo_root / "source" / "ch11"
+    try:
+        listed = subprocess.run(["git", "ls-files", "source/ch11/*.ipynb"], cwd=repo_root, check=True,
+                                capture_output=True, text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(folder.glob("*.ipynb"))
+    return sorted(repo_root / name for name in listed)
+
+
+@pytest.fixture(scope="session")
+def ch11_class(tmp_path_factory, repo_root):
+    """The real course graded once: reference, blank, the typical-mistake rounds, one hostile student."""
+    import shutil
+
+    from lmpolicy.course.examples import place_examples
+
+    root = tmp_path_factory.mktemp("ch11-course")
+    (root / "source" / "ch11").mkdir(parents=True)
+    for notebook in committed_notebooks(repo_root):
+        shutil.copy(notebook, root / "source" / "ch11" / notebook.name)
+    shutil.copytree(repo_root / "tests" / "notebooks" / "wrong_answers", root / "tests" / "notebooks" / "wrong_answers",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(repo_root / "nbgrader_config.py", root / "nbgrader_config.py")
+    release(root)
+    students = place_examples(root)
+    if not (root / "source" / "ch11" / "07_logprob_plumbing.ipynb").exists():
+        return root, students, grade_class(root, workers=2, log=lambda _: None)
+    hostile = nbformat.read(root / "source" / "ch11" / "07_logprob_plumbing.ipynb", as_version=4)
+    for grade_id, source in CH11_HOSTILE_ANSWERS.items():
+        tiny_course.replace_answer(hostile, grade_id, source)
+    folder = root / "submitted" / CH11_HOSTILE_STUDENT / "ch11"
+    folder.mkdir(parents=True)
+    nbformat.write(hostile, folder / "07_logprob_plumbing.ipynb")
+    outcomes = grade_class(root, workers=2, log=lambda _: None)
+    return root, students + [CH11_HOSTILE_STUDENT], outcomes

@@ -83,9 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         print(report(course_root))
     elif args.command == "install-kernel":
         from jupyter_core.paths import jupyter_data_dir
-        from lmpolicy.course.kernel import install_grading_kernel
+        from lmpolicy.course.kernel import DEFAULT_CPU_SECONDS, DEFAULT_MEMORY_BYTES, install_grading_kernel
         prefix = args.prefix or Path(jupyter_data_dir()) / "kernels"
-        print("wrote", install_grading_kernel(prefix) / "kernel.json")
+        limits = load_config(course_root).GradingKernelManager
+        kernel_dir = install_grading_kernel(prefix, memory_bytes=limits.get("memory_bytes", DEFAULT_MEMORY_BYTES),
+                                            cpu_seconds=limits.get("cpu_seconds", DEFAULT_CPU_SECONDS))
+        print("wrote", kernel_dir / "kernel.json")
     return 0
 
 

@@ -4,7 +4,8 @@
 - ``blank``: the release as a student receives it: zero on every autograded part.
 - ``mistakes``, ``mistakes-2``, ...: the reference with the typical wrong answers of
   ``tests/notebooks/wrong_answers`` put into the answer cells, at most one per exercise and
-  submission, so each exercise with a wrong answer loses its points and no other exercise does.
+  submission, so each exercise with a wrong answer loses its points and no other exercise does
+  (``mistakes`` holds every notebook; ``mistakes-2`` ... only the notebooks their answers touch).
 """
 from __future__ import annotations
 
@@ -74,12 +75,15 @@ def place_examples(course_root: Path, assignment: str = ASSIGNMENT) -> list[str]
     for name, notebook in notebooks.items():
         students["reference"][name] = notebook
         students["blank"][name] = nbformat.read(release / f"{name}.ipynb", as_version=4)
-    for number, round_ in enumerate(mistake_rounds(load_wrong_answers(course_root)), start=1):
+    wrong_answers = [a for a in load_wrong_answers(course_root) if a.notebook in notebooks]
+    for number, round_ in enumerate(mistake_rounds(wrong_answers), start=1):
         student = "mistakes" if number == 1 else f"mistakes-{number}"
         per_notebook = defaultdict(list)
         for answer in round_:
             per_notebook[answer.notebook].append(answer)
-        students[student] = {name: with_answers(nb, per_notebook[name]) for name, nb in notebooks.items()}
+        names = notebooks if number == 1 else per_notebook  # later rounds: only the notebooks they touch
+        students[student] = {name: with_answers(notebooks[name], per_notebook[name]) for name in names
+                             if name in notebooks}
     for student, submission in students.items():
         folder = course_root / "submitted" / student / assignment
         shutil.rmtree(folder, ignore_errors=True)

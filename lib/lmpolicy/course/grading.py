@@ -92,8 +92,10 @@ class _GradebookLock:
             self.handle.close()
 
 
-def serialise_gradebook_sessions(lock_path: Path) -> None:
-    """Make every nbgrader Gradebook in this process hold ``lock_path`` from creation to close()."""
+def serialise_gradebook_sessions(lock_path: Path):
+    """Make every nbgrader Gradebook in this process hold ``lock_path`` from creation to close().
+
+    Returns a function that undoes it."""
     from nbgrader.api import Gradebook
     lock = _GradebookLock(lock_path)
     original_init, original_close = Gradebook.__init__, Gradebook.close
@@ -117,6 +119,10 @@ def serialise_gradebook_sessions(lock_path: Path) -> None:
                 lock.release()
 
     Gradebook.__init__, Gradebook.close = locked_init, locked_close
+
+    def undo():
+        Gradebook.__init__, Gradebook.close = original_init, original_close
+    return undo
 
 
 # --- one worker ---------------------------------------------------------------------------------

@@ -35,7 +35,8 @@ def grading_kernel_spec(memory_bytes: int = DEFAULT_MEMORY_BYTES, cpu_seconds: i
         raise RuntimeError("the grading kernel needs `prlimit` (Debian/Ubuntu package util-linux) on PATH")
     return {
         "argv": [prlimit, f"--as={memory_bytes}", f"--cpu={cpu_seconds}", "--",
-                 python, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--ext=lmpolicy.course.guard"],
+                 python, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--ext=lmpolicy.course.guard",
+                 "--IPKernelApp.log_level=ERROR"],
         "display_name": "Python 3 (lmpolicy grader, limited)",
         "language": "python",
         "env": dict(ONE_THREAD, MPLBACKEND="Agg"),

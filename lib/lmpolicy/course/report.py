@@ -21,7 +21,7 @@ class ExerciseRow:
     student: str
     notebook: str
     exercise: str
-    score: float | None   # None when there is no score to report (FAILED, or a manual grade pending)
+    score: float | None   # None when there is nothing to report (FAILED, or only a pending manual part)
     max_score: float
     status: str
     reason: str = ""
@@ -78,7 +78,8 @@ def _graded_rows(outcome: Outcome, grades, maxima) -> list[ExerciseRow]:
             status = PENDING
         else:
             status = GRADED
-        score = None if pending else float(sum(g.score or 0.0 for g in exercise_grades))
+        scored = [g.score for g in exercise_grades if not g.needs_manual_grade]
+        score = float(sum(x or 0.0 for x in scored)) if scored else None  # autograded parts, when pending
         rows.append(ExerciseRow(outcome.student, outcome.notebook, exercise, score, maximum, status, reason))
     return rows
 
@@ -97,7 +98,7 @@ def _cell(row: ExerciseRow) -> str:
     if row.status == FAILED:
         return "FAILED"
     if row.status == PENDING:
-        return "pending"
+        return "pending" if row.score is None else f"{row.score:g}+?/{row.max_score:g}"
     mark = f"{row.score:g}/{row.max_score:g}"
     return mark + (" tamper" if row.status == TAMPERING else "")
 
