@@ -61,6 +61,17 @@ std_k3 = float(np.sqrt(0.99 * 0.01) * (k3_rare - k3_common))
         "k3 = u - 1 - l instead of u - 1 + l (the sign of the log term)",
     ),
     WrongAnswer(
+        NOTEBOOK, "ex11_4c__answer", "ex11_4c",
+        '''p_sharp, log_ratio = np.array([0.99, 0.01]), np.log(np.array([0.99, 0.01]) / 0.5)
+k1_common, k1_rare = log_ratio
+k3_common, k3_rare = np.exp(-log_ratio) - 1 + log_ratio
+kl_exact = float(p_sharp @ log_ratio)
+std_k1 = float(np.sqrt(p_sharp @ log_ratio ** 2))
+std_k3 = float(np.sqrt(p_sharp @ np.array([k3_common, k3_rare]) ** 2))
+''',
+        "root mean square instead of standard deviation (the mean is not subtracted); the values pass the visible checks",
+    ),
+    WrongAnswer(
         NOTEBOOK, "ex11_4d__answer", "ex11_4d",
         '''p_no_rare = 1 - 0.99 ** 16
 u_common, u_rare = 0.5 / 0.99, 0.5 / 0.01
