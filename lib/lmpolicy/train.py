@@ -16,14 +16,16 @@ import argparse
 import math
 import time
 from dataclasses import asdict, dataclass, fields
+from typing import Callable
 
 import torch
 from tqdm.auto import tqdm
 
-from lmpolicy.generate import generate, response_mask
+from lmpolicy.generate import response_mask
 from lmpolicy.logprobs import response_logprobs, sequence_logprob
 from lmpolicy.model import CHECKPOINT_PATH, TinyLM, TinyLMConfig, save_checkpoint
 from lmpolicy.problems import training_examples, validation_problems
+from lmpolicy.rewards import greedy_answer_counts
 from lmpolicy.tokenizer import PROMPT_LEN, encode_prompts, encode_responses
 
 
@@ -83,22 +85,18 @@ def learning_rate(step: int, s: Settings) -> float:
     return s.lr * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
-@torch.no_grad()
-def greedy_accuracy(model: TinyLM, prompts: torch.Tensor, answers: torch.Tensor) -> float:
-    """Share of prompts whose greedy response equals ``answers`` (B, 4) up to and including <eos>."""
-    responses = generate(model, prompts, temperature=0).response_ids
-    return (responses == answers).all(dim=1).float().mean().item()
-
-
-def train(settings: Settings | None = None, progress: bool = True, on_check=None) -> TrainResult:
+def train(
+    settings: Settings | None = None,
+    progress: bool = True,
+    on_check: Callable[[int, TinyLM, float], None] | None = None,
+) -> TrainResult:
     """Train a fresh TinyLM with ``settings``; ``on_check(step, model, validation_accuracy)`` runs at every check."""
     s = settings or Settings()
     torch.set_num_threads(s.threads)
     torch.manual_seed(s.seed)
     generator = torch.Generator().manual_seed(s.seed)
     ids, mask = make_dataset(s.n_examples, s.seed)
-    val = validation_problems()
-    val_prompts, val_answers = encode_prompts(val), encode_responses([a + b for a, b in val])
+    validation = validation_problems()
 
     model = TinyLM(TinyLMConfig())
     optimizer = torch.optim.AdamW(model.parameters(), lr=s.lr, betas=(s.beta1, s.beta2), weight_decay=s.weight_decay)
@@ -111,7 +109,7 @@ def train(settings: Settings | None = None, progress: bool = True, on_check=None
         batch = torch.randint(len(ids), (s.batch_size,), generator=generator)
         losses.append(supervised_step(model, optimizer, ids[batch], mask[batch]))
         if (step + 1) % s.eval_every == 0:
-            val_acc = greedy_accuracy(model, val_prompts, val_answers)
+            val_acc = greedy_answer_counts(model, validation)["correct"] / len(validation)
             bar.set_postfix(loss=f"{losses[-1]:.3f}", val_greedy=f"{val_acc:.3f}")
             if on_check is not None:
                 on_check(step + 1, model, val_acc)
@@ -125,11 +123,7 @@ def train(settings: Settings | None = None, progress: bool = True, on_check=None
 def parse_settings(argv: list[str] | None = None) -> Settings:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for f in fields(Settings):
-        flag = f"--{f.name.replace('_', '-')}"
-        if isinstance(f.default, bool):
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default)
-        else:
-            parser.add_argument(flag, type=type(f.default), default=f.default)
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
     return Settings(**vars(parser.parse_args(argv)))
 
 
