@@ -3,6 +3,11 @@ from . import WrongAnswer
 
 NOTEBOOK = "02_temperature"
 
+_ENTROPY = '''def entropy(logits, kappa):
+    log_probs = torch.log_softmax(kappa * logits.double(), dim=-1)
+    return -(log_probs.exp() * log_probs).sum()
+'''
+
 WRONG_ANSWERS = [
     WrongAnswer(
         NOTEBOOK, "task2__sample_with_temperature", "task2",
@@ -69,13 +74,28 @@ WRONG_ANSWERS = [
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_2c__entropy_slope", "ex11_2c",
-        '''def entropy_slope(logits, kappa):
+        _ENTROPY + '''
+
+def entropy_slope(logits, kappa):
     T = torch.tensor(1 / kappa, dtype=torch.float64, requires_grad=True)
-    log_probs = torch.log_softmax(logits.double() / T, dim=-1)
-    entropy = -(log_probs.exp() * log_probs).sum()
-    (slope,) = torch.autograd.grad(entropy, T)
+    (slope,) = torch.autograd.grad(entropy(logits, 1 / T), T)
     return slope.item()
 ''',
         "differentiates with respect to T instead of kappa = 1/T (dH/dT has the opposite sign)",
+    ),
+    WrongAnswer(
+        NOTEBOOK, "ex11_2c__entropy_slope", "ex11_2c",
+        '''def entropy(logits, kappa):
+    weights = torch.exp(kappa * logits)
+    probs = weights / weights.sum()
+    return -(probs * torch.log(probs)).sum()
+
+
+def entropy_slope(logits, kappa):
+    kappa = torch.tensor(float(kappa), dtype=torch.float64, requires_grad=True)
+    (slope,) = torch.autograd.grad(entropy(logits, kappa), kappa)
+    return slope.item()
+''',
+        "an unstable softmax inside the entropy: exp overflows for widely spread logits (NaN)",
     ),
 ]
