@@ -50,7 +50,6 @@ def run(path: Path, grader: bool) -> tuple[float, float, str]:
     if grader:
         env["NBGRADER_EXECUTION"] = "autograde"
     env["LMPOLICY_PROGRESS_FILE"] = str(Path(tempfile.mkdtemp()) / "progress.json")
-    env.setdefault("MPLBACKEND", "agg")
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     NotebookClient(nb, kernel_name="python3", timeout=900, record_timing=True,

@@ -71,6 +71,7 @@ class Recipe:
     target_greedy: float = 0.95
     target_sampled: float = 0.90
     eval_every_seconds: float = 2.0  # of training time
+    heldout_measured: int = 1_000  # how many of the held-out problems each measurement uses (all by default)
     threads: int = 2  # torch threads
     method: str = "reinforce"  # or "rft": rejection-sampling fine-tuning (SFT on the correct answers)
 
@@ -246,15 +247,16 @@ def start_run(recipe, model: TinyLM | None):
     return trainable, frozen_copy(start_model), optimizer, torch.Generator().manual_seed(recipe.seed)
 
 
-def run_with_budget(recipe, model: TinyLM, one_update: Callable[[int], None], probe: HeldoutProbe,
+def run_with_budget(recipe, model: TinyLM, reference: TinyLM, one_update: Callable[[int], None],
                     history: History, progress: bool = True) -> History:
     """Call ``one_update(update_index)`` until the recipe's time budget (or max_updates, or the target) is reached.
 
     ``recipe`` needs ``time_budget_seconds``, ``max_updates``, ``eval_every_seconds``, ``stop_at_target``,
-    ``target_greedy`` and ``target_sampled``. The held-out measurements go into ``history``; their time is
-    kept out of the training clock.
+    ``target_greedy``, ``target_sampled`` and ``heldout_measured``. The measurements on the held-out problems
+    (KL from ``reference``) go into ``history``; their time is kept out of the training clock.
     """
     r = recipe
+    probe = HeldoutProbe(reference, heldout_problems()[:r.heldout_measured])
 
     def evaluate(update: int, seconds: float, cpu_seconds: float) -> None:
         start = time.perf_counter()
@@ -364,7 +366,7 @@ def train(
                 raise PieceError("the gradient of policy_gradient_loss(...) is NaN or infinite")
             optimizer.step()
 
-    run_with_budget(r, model, one_update, HeldoutProbe(reference), history, progress)
+    run_with_budget(r, model, reference, one_update, history, progress)
     return RunResult(model=model, history=history, recipe=r)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from lmpolicy.model import TinyLM
-from lmpolicy.reinforce import History, HeldoutProbe, RunResult, run_with_budget, start_run
+from lmpolicy.reinforce import History, RunResult, run_with_budget, start_run
 from lmpolicy.train import make_dataset, supervised_loss
 
 
@@ -30,12 +30,16 @@ class SFTRecipe:
     target_greedy: float = 0.95
     target_sampled: float = 0.90
     eval_every_seconds: float = 2.0
+    heldout_measured: int = 1_000
     threads: int = 1
 
 
 def train(recipe: SFTRecipe | None = None, model: TinyLM | None = None, *, label: str = "SFT on true answers",
           progress: bool = True) -> RunResult:
-    """Fine-tune a copy of ``model`` (default: the shipped checkpoint) on worked examples; KL measured from the start."""
+    """Fine-tune a copy of ``model`` (default: the shipped checkpoint) on worked examples.
+
+    The KL reported in the history is measured from the starting model.
+    """
     r = recipe or SFTRecipe()
     model, reference, optimizer, batches = start_run(r, model)
     ids, mask = make_dataset(r.n_examples, r.seed)
@@ -52,5 +56,5 @@ def train(recipe: SFTRecipe | None = None, model: TinyLM | None = None, *, label
         optimizer.step()
         history.answers_sampled += r.batch_size  # worked examples seen
 
-    run_with_budget(r, model, one_update, HeldoutProbe(reference), history, progress)
+    run_with_budget(r, model, reference, one_update, history, progress)
     return RunResult(model=model, history=history, recipe=r)

@@ -18,7 +18,7 @@ needs_checkpoint = pytest.mark.skipif(not CHECKPOINT_PATH.exists(), reason="the 
 def tiny_recipe(**changes):
     """One or two cheap updates on an untrained TinyLM, measured only at the start and the end."""
     settings = dict(threads=1, prompts_per_update=8, samples_per_prompt=4, max_updates=1, eval_every_seconds=math.inf,
-                    stop_at_target=False, skip_uniform_prompts=False)
+                    stop_at_target=False, skip_uniform_prompts=False, heldout_measured=50)
     settings.update(changes)
     return dataclasses.replace(reinforce.Recipe(), **settings)
 
