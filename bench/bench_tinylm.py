@@ -75,7 +75,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=1.5, help="timing budget per figure")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"machine: {os.cpu_count()} CPUs ({cpu_model()}), torch {torch.__version__}, {args.threads} threads")
+    print(f"machine: {os.cpu_count()} CPUs ({cpu_model()}), torch {torch.__version__}, {args.threads} threads, "
+          f"load average {os.getloadavg()[0]:.1f} (other jobs slow every figure down)")
 
     print(f"training: {training_tokens_per_second(2 * args.seconds):,.0f} tokens/s "
           f"(batch {Settings().batch_size} x 11 columns, forward + backward + AdamW)")

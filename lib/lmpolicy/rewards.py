@@ -127,8 +127,8 @@ def evaluate_model(
     return Evaluation(
         n_problems=len(problems),
         greedy_accuracy=counts["correct"] / len(problems),
-        sampled_accuracy=sampled_rewards.mean().item(),
-        expected_sampled_accuracy=correct_answer_probability(model, problems).mean().item(),
+        sampled_accuracy=sampled_rewards.sum().item() / len(repeated),
+        expected_sampled_accuracy=correct_answer_probability(model, problems).double().mean().item(),
         one_digit_off_share=counts["one_digit_off"] / n_wrong if n_wrong else float("nan"),
         n_greedy_wrong=n_wrong,
         n_one_digit_off=counts["one_digit_off"],
