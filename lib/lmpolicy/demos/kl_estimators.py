@@ -2,8 +2,9 @@
 
 One position with eight tokens. The reference is fixed (``lmpolicy.scenarios.KL_DEMO_REF_PROBS``);
 the policy is the reference sharpened or flattened, pi_theta ∝ pi_ref ** (1 - x), with x in [-1, 1]
-(x < 0 sharper, x = 0 equal, x > 0 flatter, x = 1 uniform; ``scenarios.kl_demo_policy``). Each batch draws N tokens from pi_theta and averages each estimator
-over them: one estimate of KL(pi_theta || pi_ref) per estimator. The histograms collect the batch
+(x < 0 sharper, x = 0 equal, x > 0 flatter, x = 1 uniform; ``scenarios.kl_demo_policy``). Each
+batch draws N tokens from pi_theta and averages each estimator over them: one estimate of
+KL(pi_theta || pi_ref) per estimator. The histograms collect the batch
 estimates; the table compares them with the exact values from ``lmpolicy.kl``.
 
 Draws are seeded: ``reset()`` (the Reset button) replays the same batches, and changing x or N
@@ -20,7 +21,6 @@ import html
 import math
 
 import numpy as np
-
 from matplotlib.ticker import MaxNLocator
 
 from lmpolicy.demos.base import WidgetDemo
@@ -162,7 +162,7 @@ class KLEstimatorDemo(WidgetDemo):
                                       layout=w.Layout(width="360px"))
         self.tokens_selector = w.ToggleButtons(options=list(TOKENS_PER_ESTIMATE),
                                                value=self.tokens_per_estimate,
-                                               description="N", tooltips=["tokens per estimate"] * 5,
+                                               tooltips=["tokens per estimate"] * len(TOKENS_PER_ESTIMATE),
                                                style={"button_width": "48px"})
         self.play = w.Play(value=0, min=0, max=PLAY_STEPS, step=1, interval=PLAY_INTERVAL_MS,
                            description="Play", show_repeat=False)
@@ -188,11 +188,12 @@ class KLEstimatorDemo(WidgetDemo):
             f"l = log pi_theta/pi_ref ({legend}). Black dots on the axis: the eight tokens, sized by how "
             f"often pi_theta samples them.")
         bottom_caption = w.HTML(
-            "Bottom: histograms of the batch estimates so far (all three on k1's x-axis, tallest bar scaled to the top). "
+            "Bottom: histograms of the batch estimates so far (all three on k1's x-axis, tallest bar "
+            "scaled to the top). "
             "Dashed: the exact KL. Solid: the mean of the estimates so far.")
         controls = w.VBox([
             w.HBox([w.Label("sharper"), self.x_slider, w.Label("flatter")]),
-            w.HBox([w.Label("tokens per estimate"), self.tokens_selector]),
+            w.HBox([w.Label("tokens per estimate N"), self.tokens_selector]),
             w.HBox([self.play, self.draw_button, self.reset_button]),
         ])
         self._refresh()
@@ -328,6 +329,6 @@ def readout_table(readouts: dict) -> str:
             f"<td>{_number(readouts, f'{name}_below_kl_share', percent=True)}</td></tr>")
     summary = (f"exact KL(pi_theta ‖ pi_ref) = {_number(readouts, 'exact_kl', 4)} nats · "
                f"N = {int(readouts['tokens_per_estimate'])} tokens per estimate · "
-               f'<span data-readout="batches">{int(readouts["batches"])}</span> batches drawn')
+               f'batches drawn: <span data-readout="batches">{int(readouts["batches"])}</span>')
     return (f"<div>{summary}</div><table class='lmpolicy-readouts' style='border-spacing: 12px 2px'>"
             f"{head}{''.join(rows)}</table>")
