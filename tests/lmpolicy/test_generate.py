@@ -128,3 +128,14 @@ def test_bad_settings_raise_clear_errors(model, prompts, bad):
 def test_bad_prompt_shape_is_rejected(model):
     with pytest.raises(ValueError, match="shape"):
         generate(model, torch.zeros(2, 5, dtype=torch.long))
+
+
+def test_kv_cache_matches_recomputing_on_the_shipped_checkpoint():
+    from lmpolicy.model import load_pretrained
+    from lmpolicy.problems import heldout_problems
+
+    trained, prompts = load_pretrained(), encode_prompts(heldout_problems())
+    for temperature in (0.0, 1.0):
+        cached = generate(trained, prompts, temperature=temperature, generator=gen(2), use_cache=True)
+        uncached = generate(trained, prompts, temperature=temperature, generator=gen(2), use_cache=False)
+        assert torch.equal(cached.ids, uncached.ids)

@@ -11,7 +11,7 @@ from lmpolicy.problems import heldout_problems, validation_problems
 from lmpolicy.tokenizer import decode, decode_prompt
 from lmpolicy.train import Settings, learning_rate, make_dataset, train
 
-SHORT = replace(Settings(), max_steps=30, warmup_steps=5, eval_every=1000, seed=7)
+SHORT = replace(Settings(), n_examples=4_000, max_steps=30, warmup_steps=5, eval_every=1000, seed=7)
 
 
 def test_short_run_lowers_the_loss_and_is_reproducible_from_its_seed():
@@ -49,7 +49,8 @@ def test_learning_rate_warms_up_then_follows_a_cosine_to_zero():
 def test_command_line_writes_a_loadable_checkpoint(tmp_path):
     out = tmp_path / "tiny.pt"
     done = subprocess.run(
-        [sys.executable, "-m", "lmpolicy.train", "--max-steps", "3", "--warmup-steps", "1", "--out", str(out)],
+        [sys.executable, "-m", "lmpolicy.train", "--max-steps", "3", "--warmup-steps", "1", "--n-examples", "1000",
+         "--out", str(out)],
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 0, done.stderr
