@@ -7,10 +7,13 @@ Two things differ from a textbook GPT, both because prompts are padded on the le
 
 * **Padding is never attended to.** A query may look at earlier keys that are real tokens (not
   ``<pad>``). It may always look at itself, so a row that is padding still has one key and produces
-  finite (meaningless) logits instead of NaN; no real token ever sees a padding key.
+  finite (meaningless) logits instead of NaN; no real token ever sees a padding key. Padding is
+  recognised by its id, so a ``<pad>`` the model samples mid-answer is skipped too (that answer is
+  malformed anyway), identically with and without the KV cache.
 * **Position ids skip padding.** The first real token of every row (``<bos>``) gets position 0, the
-  next real token position 1, and so on; padding repeats the position of the last real token. So
-  ``"3+4="`` is seen exactly as it would be without padding.
+  next real token position 1, and so on (left padding gets position 0, padding after ``<eos>`` the
+  position of the last real token; neither is attended to). So ``"3+4="`` is seen exactly as it
+  would be without padding.
 
 ``forward`` also takes an optional :class:`KVCache`: the keys and values of earlier columns are
 kept, and only the new columns are computed (see :mod:`lmpolicy.generate`).
