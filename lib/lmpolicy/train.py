@@ -31,7 +31,7 @@ from lmpolicy.tokenizer import PROMPT_LEN, encode_prompts, encode_responses
 
 @dataclass
 class Settings:
-    seed: int = 2
+    seed: int = 2  # of the seeds tried, one whose figures land mid-band (they vary a lot with the seed)
     n_examples: int = 22_000  # worked examples drawn from the training problems
     batch_size: int = 256
     lr: float = 3e-3
