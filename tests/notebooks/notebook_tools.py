@@ -33,6 +33,8 @@ NOTEBOOK_NAMES = [path.stem for path in SOURCE_NOTEBOOKS]
 CHECK_ERRORS = {"CheckFailed", "StudentCodeRaised", "LibraryShortcutUsed", "AssertionError"}
 # The grader's limit per cell (the issue: no cell over 30 s under the grader).
 GRADER_CELL_TIMEOUT = 30
+# As a student runs them, cells may train for minutes (notebook 08 compares training runs).
+STUDENT_CELL_TIMEOUT = 600
 
 
 def nbgrader_meta(cell) -> dict:

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from .notebook_tools import GRADER_CELL_TIMEOUT, NOTEBOOK_NAMES, SOURCE_DIR, execute, read
+from .notebook_tools import GRADER_CELL_TIMEOUT, NOTEBOOK_NAMES, SOURCE_DIR, STUDENT_CELL_TIMEOUT, execute, read
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not NOTEBOOK_NAMES, reason="no source notebooks yet")]
 
@@ -11,7 +11,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not NOTEBOOK_NAMES, reason="n
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
 def test_source_notebook_runs_as_a_student_runs_it(name, tmp_path):
     progress_file = tmp_path / "progress.json"
-    execute(read(SOURCE_DIR / f"{name}.ipynb"), grader=False, progress_file=progress_file)
+    execute(read(SOURCE_DIR / f"{name}.ipynb"), grader=False, progress_file=progress_file,
+            timeout=STUDENT_CELL_TIMEOUT)
     if 'checks.done("' in (SOURCE_DIR / f"{name}.ipynb").read_text():
         assert json.loads(progress_file.read_text())["done"], "passing visible checks must record progress"
 
