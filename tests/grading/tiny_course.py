@@ -149,6 +149,8 @@ HOSTILE = {
                                             "            time.sleep(0.1)\n        except KeyboardInterrupt:\n            pass")),
                       None, "failed", "did not stop when interrupted"),
     "os_exit": (lambda: _with(_answer("ex2__answer", "import os\nos._exit(1)")), None, "failed", "kernel died"),
+    "kills_the_grader": (lambda: _with(_answer("ex2__answer", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")),
+                         None, "failed", "worker process died"),
     "sys_exit": (lambda: _with(_answer("ex1__answer", "import sys\nsys.exit(1)\n" + CORRECT_DOUBLE)),
                  {"ex1": 0, "ex2": 3}, "graded", ""),
     "memory_bomb": (lambda: _with(_answer("ex1__answer", "blocks = []\nwhile True:\n    blocks.append(bytearray(100 * 1024**2))\n"
