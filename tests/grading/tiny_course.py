@@ -1,6 +1,6 @@
 """A tiny nbgrader course with the repository's grading configuration, for the grading tests.
 
-One notebook, ``01_tiny``: a locked import cell, two autograded exercises (``ex1``: double,
+One notebook, ``01_tiny``: a locked import cell, an unlocked set-up cell, two autograded exercises (``ex1``: double,
 ``ex2``: square; each answer cell relies on the locked import cell, each test cell has hidden tests)
 and a manually graded answer (``ex3``). Hostile submissions are made from its reference solution.
 """
@@ -53,7 +53,8 @@ def source_notebook() -> nbformat.NotebookNode:
     cells = [
         (new_markdown_cell("# A tiny assignment\nTwo functions and one question."), _meta("header", locked=True)),
         (new_code_cell("import numpy as np"), _meta("setup", locked=True)),
-        (new_code_cell("def double(x):\n    ### BEGIN SOLUTION\n    return 2 * np.asarray(x, dtype=float)\n"
+        (new_code_cell("TWO = 2.0  # an unlocked set-up cell the answer relies on"), {}),
+        (new_code_cell("def double(x):\n    ### BEGIN SOLUTION\n    return TWO * np.asarray(x, dtype=float)\n"
                        "    ### END SOLUTION"), _meta("ex1__answer", solution=True)),
         (new_code_cell(_test("double([1.0, 2.0])", "[2.0, 4.0]", "double([-3.0, 0.5])", "[-6.0, 1.0]", "double")),
          _meta("ex1__tests", grade=True, locked=True, points=POINTS["ex1"])),
@@ -66,8 +67,9 @@ def source_notebook() -> nbformat.NotebookNode:
          _meta("ex3__manual", grade=True, solution=True, points=POINTS["ex3"])),
     ]
     nb = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
-    for cell, metadata in cells:
+    for number, (cell, metadata) in enumerate(cells):
         cell.metadata.update(metadata)
+        cell["id"] = f"tiny-{number:02d}"  # stable ids, as a student's copy of the release keeps them
         nb.cells.append(cell)
     return nb
 
@@ -115,6 +117,13 @@ def _delete(*grade_ids):
     return edit
 
 
+def _delete_plain_too(*grade_ids):
+    def edit(nb):
+        _delete(*grade_ids)(nb)
+        nb.cells = [c for c in nb.cells if not c.source.startswith("TWO = ")]
+    return edit
+
+
 def _answer(grade_id, source):
     return lambda nb: replace_answer(nb, grade_id, source)
 
@@ -157,7 +166,7 @@ HOSTILE = {
                                           + CORRECT_DOUBLE)), {"ex1": 0, "ex2": 3}, "graded", ""),
     "output_flood": (lambda: _with(_answer("ex1__answer", "import sys\nfor i in range(30):\n    sys.stdout.write(('spam ' * 20 + '\\n') * 10_000)\n"
                                            + CORRECT_DOUBLE)), {"ex1": 2, "ex2": 3}, "graded", ""),
-    "deleted_cells": (lambda: _with(_delete("setup", "ex2__tests", "header")), {"ex1": 2, "ex2": 3}, "graded", ""),
+    "deleted_cells": (lambda: _with(_delete_plain_too("setup", "ex2__tests", "header")), {"ex1": 2, "ex2": 3}, "graded", ""),
     "edited_cells": (lambda: _with(_edited), {"ex1": 0, "ex2": 3}, "graded", ""),
     "duplicated_cells": (lambda: _with(_duplicated), {"ex1": 2, "ex2": 3}, "graded", ""),
     "changed_kernelspec": (lambda: _with(_kernelspec), {"ex1": 2, "ex2": 3}, "graded", ""),

@@ -1,9 +1,10 @@
 """nbgrader preprocessors that close the holes of stock nbgrader 0.9.6 (see docs/instructors.md).
 
 - ``DeduplicateGradeIds`` (sanitizing): a duplicated cell no longer fails the whole notebook.
-- ``RestoreDeletedCells`` (sanitizing): puts back every locked cell and every grade cell a
-  student deleted, at its place in the release, with its hidden tests (stock nbgrader restores
-  grade cells only, and not a deleted locked import cell).
+- ``RestoreDeletedCells`` (sanitizing): puts back every cell a student deleted except answer cells
+  (locked and grade cells from the gradebook, with their hidden tests; plain set-up and example
+  code cells from the release, by cell id), at its place in the release (stock nbgrader restores
+  grade cells only: not a deleted locked import cell, nor an unlocked one).
 - ``GradingExecute`` (autograding): stock ``Execute`` plus a per-notebook cell timeout and time
   budget, a cap on output, the tamper guard before each test cell, and a clear reason when the
   kernel dies or stops responding.
@@ -54,50 +55,70 @@ def is_autograded_test(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
-def _release_order(root: str, assignment: str, notebook: str) -> list[str]:
+def _release_cells(root: str, assignment: str, notebook: str) -> list:
     for folder in ("release", "source"):
         path = Path(root) / folder / assignment / f"{notebook}.ipynb"
         if path.exists():
-            cells = nbformat.read(path, as_version=4).cells
-            return [c.metadata["nbgrader"]["grade_id"] for c in cells if c.metadata.get("nbgrader", {}).get("grade_id")]
+            return nbformat.read(path, as_version=4).cells
     return []
 
 
+def _key(cell):
+    """A cell's identity across release and submission: its grade id, else its nbformat cell id."""
+    grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+    return grade_id if grade_id else ("id", cell.get("id"))
+
+
 class RestoreDeletedCells(NbGraderPreprocessor):
-    """Re-add every locked or grade cell missing from a submission, where the release had it."""
+    """Re-add every cell of the release a student deleted, except answer cells, where the release had it.
+
+    Locked and grade cells come from the gradebook (test cells with their hidden tests). Plain code
+    cells of the release (set-up, worked examples) are found by their nbformat cell id, when the
+    submission carries the release's ids; a deleted import cell then no longer fails a correct answer.
+    """
 
     course_root = Unicode("", help="course folder holding release/<assignment>/ (cell order)").tag(config=True)
     notice = Unicode("This cell was missing from your submission; the grader put it back.").tag(config=True)
 
     def preprocess(self, nb, resources):
         notebook, assignment = resources["nbgrader"]["notebook"], resources["nbgrader"]["assignment"]
+        release = _release_cells(self.course_root, assignment, notebook)
         with Gradebook(resources["nbgrader"]["db_url"]) as gradebook:
             source_notebook = gradebook.find_notebook(notebook, assignment)
             max_scores = {cell.name: cell.max_score for cell in source_notebook.grade_cells}
             solutions = {cell.name for cell in source_notebook.solution_cells}
-            wanted = {cell.name: cell for cell in source_notebook.source_cells
-                      if cell.locked or cell.name in max_scores}
-            order = _release_order(self.course_root, assignment, notebook) or list(wanted)
-            present = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
-            for position, grade_id in enumerate(order):
-                if grade_id not in wanted or grade_id in present:
-                    continue
-                previous = [g for g in order[:position] if g in present]
-                at = present.index(previous[-1]) + 1 if previous else 0
-                restored = self._cell(wanted[grade_id], max_scores.get(grade_id), grade_id in solutions)
-                nb.cells.insert(at, restored)
-                present.insert(at, grade_id)
-                self.log.warning("Restored deleted cell %s", grade_id)
-                _note("restored", notebook, f"deleted cell {grade_id} put back", grade_id)
+            wanted = {cell.name: self._graded_cell(cell, max_scores.get(cell.name), cell.name in solutions)
+                      for cell in source_notebook.source_cells if cell.locked or cell.name in max_scores}
+        present = [_key(c) for c in nb.cells]
+        if {c.get("id") for c in nb.cells} & {c.get("id") for c in release} - {None}:  # ids of the release
+            wanted.update({_key(c): self._plain_cell(c) for c in release
+                           if c.cell_type == "code" and isinstance(_key(c), tuple) and c.get("id")})
+        order = [_key(c) for c in release] or list(wanted)
+        for position, key in enumerate(order):
+            if key not in wanted or key in present:
+                continue
+            previous = [k for k in order[:position] if k in present]
+            at = present.index(previous[-1]) + 1 if previous else 0
+            nb.cells.insert(at, wanted[key])
+            present.insert(at, key)
+            name = key if isinstance(key, str) else f"cell {key[1]}"
+            self.log.warning("Restored deleted %s", name)
+            _note("restored", notebook, f"deleted {name} put back", key if isinstance(key, str) else None)
         return nb, resources
 
-    def _cell(self, source_cell, max_score, is_solution):
+    def _plain_cell(self, release_cell):
+        cell = nbformat.v4.new_code_cell(f"{release_cell.source}\n# {self.notice}")
+        cell["id"] = release_cell["id"]
+        return cell
+
+    def _graded_cell(self, source_cell, max_score, is_solution):
         metadata = {"grade": max_score is not None, "grade_id": source_cell.name, "locked": source_cell.locked,
                     "solution": is_solution, "schema_version": 3, "task": False}
         if max_score is not None:
             metadata["points"] = max_score
         if source_cell.cell_type == "code":
-            cell = nbformat.v4.new_code_cell(f"# {self.notice}\n{source_cell.source}")
+            # the notice goes last: a cell magic must stay on the first line
+            cell = nbformat.v4.new_code_cell(f"{source_cell.source}\n# {self.notice}")
         else:
             cell = nbformat.v4.new_markdown_cell(f"*{self.notice}*\n\n{source_cell.source}")
             if is_solution:  # a deleted answer comes back as the blank stub: it scores "no response"
