@@ -31,8 +31,9 @@ GOAL_SECONDS = 60.0
 
 def describe(h: reinforce.History) -> str:
     if h.seconds_to_target is None:
-        reached = f"not reached in {h.seconds[-1]:.0f} s (end: greedy {h.greedy[-1]:.3f}, sampled {h.sampled[-1]:.3f})"
-        return f"{h.label:34} {reached}"
+        return (f"{h.label:34} not reached in {h.seconds[-1]:.0f} s wall, {h.cpu_seconds[-1]:.0f} s CPU, "
+                f"{h.updates[-1]} updates, {h.answers_sampled:,} answers; end: greedy {h.greedy[-1]:.3f}, "
+                f"sampled {h.sampled[-1]:.3f}, KL {h.kl[-1]:.3f}")
     i = h.updates.index(h.updates_to_target)
     return (f"{h.label:34} {h.seconds_to_target:8.1f} {h.cpu_seconds_to_target:8.1f} {h.updates_to_target:8d} "
             f"{h.answers_sampled:>10,} {h.greedy[i]:7.3f} {h.sampled[i]:8.3f} {h.kl[i]:6.3f}")
