@@ -97,6 +97,8 @@ def write_csv(rows: list[ExerciseRow], path: Path) -> None:
 def _cell(row: ExerciseRow) -> str:
     if row.status == FAILED:
         return "FAILED"
+    if row.status == MISSING:
+        return "missing"
     if row.status == PENDING:
         return "pending" if row.score is None else f"{row.score:g}+?/{row.max_score:g}"
     mark = f"{row.score:g}/{row.max_score:g}"
