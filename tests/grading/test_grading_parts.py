@@ -6,6 +6,7 @@ import json
 import multiprocessing
 from types import SimpleNamespace
 
+import pytest
 from nbgrader.api import Gradebook
 
 from lmpolicy.course.examples import mistake_rounds
@@ -42,6 +43,7 @@ def _other_process_can_lock(path) -> bool:
     return answer.get(timeout=5) == "free"
 
 
+@pytest.mark.slow
 def test_gradebook_sessions_hold_the_lock_exactly_while_open(tmp_path):
     lock = tmp_path / ".gradebook.lock"
     undo = serialise_gradebook_sessions(lock)
