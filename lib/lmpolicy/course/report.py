@@ -70,7 +70,8 @@ def _graded_rows(outcome: Outcome, grades, maxima) -> list[ExerciseRow]:
     for exercise, maximum in maxima.items():
         exercise_grades = by_exercise[exercise]
         tampered = [i["message"] for i in notes[exercise] if i["kind"] == "tampering"]
-        pending = any(g.needs_manual_grade for g in exercise_grades)
+        waiting = [g for g in exercise_grades if g.needs_manual_grade and g.manual_score is None]
+        pending = bool(waiting)
         reason = "; ".join(i["message"] for i in notes[exercise])
         if tampered:
             status, reason = TAMPERING, tampered[0]
@@ -78,7 +79,7 @@ def _graded_rows(outcome: Outcome, grades, maxima) -> list[ExerciseRow]:
             status = PENDING
         else:
             status = GRADED
-        scored = [g.score for g in exercise_grades if not g.needs_manual_grade]
+        scored = [g.score for g in exercise_grades if g not in waiting]  # a manual score counts once given
         score = float(sum(x or 0.0 for x in scored)) if scored else None  # autograded parts, when pending
         rows.append(ExerciseRow(outcome.student, outcome.notebook, exercise, score, maximum, status, reason))
     return rows
