@@ -40,7 +40,7 @@ grade: install
 	$(BIN)/python -m lmpolicy.course grade
 
 bench: install
-	$(BIN)/python bench/run_all.py
+	for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache
