@@ -14,7 +14,7 @@ import torch
 
 from lmpolicy.model import TinyLM
 from lmpolicy.reinforce import History, RunResult, run_with_budget, start_run
-from lmpolicy.train import make_dataset, supervised_loss
+from lmpolicy.train import make_dataset, supervised_step
 
 
 @dataclass
@@ -49,11 +49,7 @@ def train(recipe: SFTRecipe | None = None, model: TinyLM | None = None, *, label
         for group in optimizer.param_groups:
             group["lr"] = r.lr * min(1.0, (update + 1) / r.warmup_updates)
         batch = torch.randint(len(ids), (r.batch_size,), generator=batches)
-        model.train()
-        loss = supervised_loss(model, ids[batch], mask[batch])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        supervised_step(model, optimizer, ids[batch], mask[batch])
         history.answers_sampled += r.batch_size  # worked examples seen
 
     run_with_budget(r, model, reference, one_update, history, progress)

@@ -3,8 +3,9 @@ import math
 import pytest
 import torch
 
+from tinylm_helpers import sharpened_tinylm
+
 from lmpolicy.generate import Generation, generate, response_mask, sample_next_token
-from lmpolicy.model import TinyLM, TinyLMConfig
 from lmpolicy.problems import all_problems
 from lmpolicy.tokenizer import EOS, PAD, PROMPT_LEN, RESPONSE_LEN, encode_prompts
 
@@ -12,12 +13,7 @@ from lmpolicy.tokenizer import EOS, PAD, PROMPT_LEN, RESPONSE_LEN, encode_prompt
 @pytest.fixture(scope="module")
 def model():
     """A random TinyLM with sharpened weights: peaked, varied next-token distributions (eos, pad included)."""
-    torch.manual_seed(1)
-    m = TinyLM(TinyLMConfig()).eval()
-    with torch.no_grad():
-        for p in m.parameters():
-            p.mul_(8.0)
-    return m
+    return sharpened_tinylm(seed=1, scale=8.0)
 
 
 @pytest.fixture(scope="module")

@@ -3,19 +3,15 @@ import io
 import pytest
 import torch
 
+from tinylm_helpers import sharpened_tinylm
+
 from lmpolicy.model import KVCache, TinyLM, TinyLMConfig
 from lmpolicy.tokenizer import PAD, encode_prompts, encode_responses
 
 
 @pytest.fixture(scope="module")
 def model():
-    torch.manual_seed(0)
-    m = TinyLM(TinyLMConfig()).eval()
-    # random init gives nearly uniform attention; scale weights up so masking mistakes show
-    with torch.no_grad():
-        for p in m.parameters():
-            p.mul_(20.0)
-    return m
+    return sharpened_tinylm(seed=0, scale=20.0)
 
 
 def test_parameter_count_is_about_100k_and_matches_the_architecture():

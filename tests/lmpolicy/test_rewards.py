@@ -4,7 +4,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from lmpolicy.model import TinyLM, TinyLMConfig
+from tinylm_helpers import sharpened_tinylm
+
 from lmpolicy.rewards import classify_answer, correct_answer_probability, evaluate_model, verifier_reward
 from lmpolicy.tokenizer import EOS, PAD, PLUS, PROMPT_LEN, RESPONSE_LEN, VOCAB_SIZE, decode_prompt, encode_prompts
 
@@ -114,11 +115,7 @@ def test_evaluate_model_on_a_policy_with_known_answers():
 
 
 def test_correct_answer_probability_against_unpadded_step_by_step_products():
-    torch.manual_seed(0)
-    model = TinyLM(TinyLMConfig()).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.mul_(5.0)
+    model = sharpened_tinylm(seed=0, scale=5.0)
     problems = [(3, 4), (37, 48), (99, 99), (0, 5)]
     expected = []
     for a, b in problems:
