@@ -82,24 +82,36 @@ def generate(
     top_p: float | None = None,
     generator: torch.Generator | None = None,
     use_cache: bool = True,
+    samples_per_prompt: int = 1,
 ) -> Generation:
-    """Answer every prompt in ``prompt_ids`` (B, PROMPT_LEN); see the module docstring."""
+    """Answer every prompt in ``prompt_ids`` (B, PROMPT_LEN) ``samples_per_prompt`` times; see the module docstring.
+
+    With ``samples_per_prompt = K`` the result has B * K rows, the K answers to prompt b in rows
+    b * K ... b * K + K - 1 (the order of ``prompt_ids.repeat_interleave(K, 0)``). With the cache,
+    each prompt is run through the model once and its keys and values are shared by its K answers.
+    """
     check_sampling_settings(temperature, top_k, top_p)
     if prompt_ids.ndim != 2 or prompt_ids.shape[1] != PROMPT_LEN:
         raise ValueError(f"prompt_ids must have shape (B, {PROMPT_LEN}), got {tuple(prompt_ids.shape)}")
+    if isinstance(samples_per_prompt, bool) or not isinstance(samples_per_prompt, int) or samples_per_prompt < 1:
+        raise ValueError(f"samples_per_prompt must be a whole number >= 1, got {samples_per_prompt!r}")
     was_training = model.training
     model.eval()
-    ids = prompt_ids.long()
-    finished = torch.zeros(ids.shape[0], dtype=torch.bool)
     cache = KVCache() if use_cache else None
-    new_columns = ids  # what the model has not seen yet
-    for _ in range(RESPONSE_LEN):
-        logits = model(new_columns if use_cache else ids, cache=cache)[:, -1]
+    if use_cache:  # the prompts, once each; their K answers share the keys and values
+        logits = model(prompt_ids.long(), cache=cache)[:, -1]
+        if samples_per_prompt > 1:
+            logits = logits.repeat_interleave(samples_per_prompt, 0)
+            cache.repeat_rows(samples_per_prompt)
+    ids = prompt_ids.long().repeat_interleave(samples_per_prompt, 0)
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool)
+    for step in range(RESPONSE_LEN):
+        if step > 0 or not use_cache:
+            logits = model(ids[:, -1:] if use_cache else ids, cache=cache)[:, -1]
         token = sample_next_token(logits, temperature, top_k, top_p, generator)
         token = torch.where(finished, torch.full_like(token, PAD), token)
         finished |= token == EOS
         ids = torch.cat([ids, token[:, None]], dim=1)
-        new_columns = token[:, None]
     model.train(was_training)
     return Generation(ids=ids, response_mask=response_mask(ids[:, PROMPT_LEN:]))
 

@@ -59,6 +59,14 @@ class KVCache:
     def length(self) -> int:
         return 0 if self.key_is_real is None else self.key_is_real.shape[1]
 
+    def repeat_rows(self, times: int) -> None:
+        """Repeat every row ``times`` times in place (row b becomes rows b * times ... b * times + times - 1),
+        so that several answers to one prompt share the prompt's keys and values."""
+        self.keys = [k.repeat_interleave(times, 0) for k in self.keys]
+        self.values = [v.repeat_interleave(times, 0) for v in self.values]
+        self.key_is_real = self.key_is_real.repeat_interleave(times, 0)
+        self.n_real = self.n_real.repeat_interleave(times, 0)
+
 
 class CausalSelfAttention(nn.Module):
     def __init__(self, config: TinyLMConfig):

@@ -2,15 +2,17 @@
 
 One update, CleanRL style (every setting is a field of :class:`Recipe`):
 
-1. draw ``prompts_per_update`` training problems and sample ``samples_per_prompt`` answers to each
-   with the KV-cache generator at temperature 1;
+1. choose ``prompts_per_update`` different training problems, favouring those whose earlier answers
+   were often wrong (:class:`PromptPicker`), and sample ``samples_per_prompt`` answers to each at
+   temperature 1 with the KV-cache generator (each prompt runs through the model once);
 2. score them with the verifier (1 if the sum is right, else 0);
-3. fold a per-token k1 KL penalty into each answer's reward, ``r - beta * sum_t (log pi - log pi_ref)``,
-   computed without gradient (:func:`kl_penalized_rewards`);
-4. subtract the leave-one-out baseline, the mean penalised reward of the *other* answers to the same
-   prompt (:func:`leave_one_out_baseline`); optionally divide the advantages by their standard
-   deviation, and drop the prompts whose answers all earned the same verifier reward (their
-   advantages are only KL noise);
+3. drop the prompts whose answers all earned the same reward (every advantage would be 0 up to KL
+   noise), and run the model on each *distinct* kept answer once (the K answers to a prompt repeat
+   each other: every right answer is the same string);
+4. fold a per-token k1 KL penalty into each answer's reward, ``r - beta * sum_t (log pi - log pi_ref)``,
+   computed without gradient (:func:`kl_penalized_rewards`), and subtract the leave-one-out baseline,
+   the mean penalised reward of the *other* answers to the same prompt (:func:`leave_one_out_baseline`);
+   divide the advantages by their standard deviation;
 5. take ``epochs_per_batch`` gradient steps on the policy-gradient loss
    ``-mean_i A_i log pi(y_i | x_i)`` (:func:`policy_gradient_loss`). From the second step on the
    batch is slightly off-policy: each answer's advantage is multiplied by its probability ratio
@@ -56,12 +58,13 @@ class Recipe:
     seed: int = 0
     prompts_per_update: int = 512  # many prompts per update ...
     samples_per_prompt: int = 4  # ... and few answers to each
-    lr: float = 5e-4  # Adam; linear warm-up, then constant
+    lr: float = 3e-4  # Adam; linear warm-up, then constant
     warmup_updates: int = 5
     beta: float = 0.02  # weight of the k1 penalty folded into the reward (the leash); 0 = no leash
     normalize_advantages: bool = True  # divide the advantages by their standard deviation over the batch
     skip_uniform_prompts: bool = True  # drop prompts whose answers all got the same verifier reward
-    epochs_per_batch: int = 2  # gradient steps per sampled batch (> 1: PPO-style clipped reuse)
+    prioritize_prompts: bool = True  # draw prompts whose earlier answers were wrong more often (see PromptPicker)
+    epochs_per_batch: int = 3  # gradient steps per sampled batch (> 1: PPO-style clipped reuse)
     clip: float = 0.2  # the ratio clip of the reused steps
     max_grad_norm: float = 1.0
     temperature: float = 1.0  # sampling temperature of the training answers
@@ -87,10 +90,11 @@ class Recipe:
             raise ValueError("beta must be >= 0, lr and time_budget_seconds > 0")
 
 
-# The plain recipe of the issue, for comparison: 32 prompts x 8 answers, Adam 3e-4, one step per batch.
+# The plain recipe of the issue, for comparison: 32 prompts x 8 answers, Adam 3e-4, one step per batch,
+# prompts drawn uniformly.
 PLAIN_RECIPE = Recipe(prompts_per_update=32, samples_per_prompt=8, lr=3e-4, warmup_updates=0, beta=0.05,
-                      normalize_advantages=False, skip_uniform_prompts=False, epochs_per_batch=1,
-                      max_grad_norm=math.inf)
+                      normalize_advantages=False, skip_uniform_prompts=False, prioritize_prompts=False,
+                      epochs_per_batch=1, max_grad_norm=math.inf)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -222,6 +226,38 @@ class HeldoutProbe:
 # The training loop
 # ---------------------------------------------------------------------------------------------------
 
+class PromptPicker:
+    """Chooses the training prompts of each update, favouring those the policy still gets wrong.
+
+    TinyLM's mistakes are not spread evenly: most are on problems with a one-digit operand, a fifth
+    of the training problems. A prompt whose answers are always right teaches nothing (every
+    advantage is 0). So each prompt keeps a running count of its answers' rewards (older counts
+    halve at every visit, since the policy moves), its success rate is estimated as
+    ``p = (wins + 1) / (tries + 2)``, and prompts are drawn without replacement with weight ``1 - p``:
+    1/2 for a prompt never tried, near 0 once its answers are always right. Only the verifier's
+    rewards go in; nothing here knows the right answers.
+    """
+
+    def __init__(self, n_prompts: int, generator: torch.Generator, prioritize: bool = True):
+        self.wins, self.tries = torch.zeros(n_prompts), torch.zeros(n_prompts)
+        self.generator, self.prioritize = generator, prioritize
+
+    def success_rate(self) -> torch.Tensor:
+        return (self.wins + 1) / (self.tries + 2)
+
+    def pick(self, n: int) -> torch.Tensor:
+        if n > len(self.wins):
+            raise ValueError(f"prompts_per_update = {n} is more than the {len(self.wins)} training problems")
+        if not self.prioritize:
+            return torch.randperm(len(self.wins), generator=self.generator)[:n]
+        return torch.multinomial(1 - self.success_rate(), n, replacement=False, generator=self.generator)
+
+    def record(self, chosen: torch.Tensor, rewards: torch.Tensor) -> None:
+        """rewards (len(chosen), K): the verifier's rewards of the K answers to each chosen prompt."""
+        self.wins[chosen] = self.wins[chosen] / 2 + rewards.sum(dim=1)
+        self.tries[chosen] = self.tries[chosen] / 2 + rewards.shape[1]
+
+
 @dataclass
 class RunResult:
     model: TinyLM
@@ -316,14 +352,18 @@ def train(
     model, reference, optimizer, sampler = start_run(r, model)
     train_prompts = encode_prompts(training_problems())
     P, K = r.prompts_per_update, r.samples_per_prompt
+    picker = PromptPicker(len(train_prompts), sampler, prioritize=r.prioritize_prompts)
     history = History(label=label)
 
     def one_update(update: int) -> None:
         for group in optimizer.param_groups:
             group["lr"] = r.lr * min(1.0, (update + 1) / max(1, r.warmup_updates))
-        prompts = train_prompts[torch.randint(len(train_prompts), (P,), generator=sampler)].repeat_interleave(K, 0)
-        gen = generate(model, prompts, temperature=r.temperature, generator=sampler)
+        chosen = picker.pick(P)  # P different problems
+        gen = generate(model, train_prompts[chosen], temperature=r.temperature, generator=sampler,
+                       samples_per_prompt=K)
+        prompts = gen.ids[:, :PROMPT_LEN]
         rewards = verifier_reward(prompts, gen.response_ids)
+        picker.record(chosen, rewards.view(P, K))
         history.answers_sampled += len(rewards)
         history.train_reward.append(rewards.mean().item())
         if r.method == "rft":  # SFT on the correct answers: each kept answer weighs 1 / (number kept)
@@ -335,21 +375,27 @@ def train(
             keep = torch.ones(P * K, dtype=torch.bool)
         if not keep.any():
             return
-        ids, mask = gen.ids[keep], gen.response_mask[keep]
+        # The K answers to one prompt repeat each other a lot (all the right ones are the same string), so
+        # the model runs once per *distinct* answer; ``same[i]`` is the distinct row answer i repeats.
+        ids, same = torch.unique(gen.ids[keep], dim=0, return_inverse=True)
+        mask = response_mask(ids[:, PROMPT_LEN:])
         model.train()
         token_logp = response_logprobs(model(ids), ids, PROMPT_LEN)
         if r.method == "rft":
-            advantages = torch.ones(len(ids))
+            advantages = torch.ones(len(same))
         else:
             with torch.no_grad():
                 ref_logp = response_logprobs(reference(ids), ids, PROMPT_LEN)
-            shaped = check_piece(kl_penalized_rewards(rewards[keep], token_logp, ref_logp, mask, r.beta),
-                                 (len(ids),), "kl_penalized_rewards(...)")
-            baseline = check_piece(leave_one_out_baseline(shaped.detach().view(-1, K)), (len(ids) // K, K),
+            shaped = check_piece(kl_penalized_rewards(rewards[keep], token_logp[same], ref_logp[same], mask[same],
+                                                      r.beta), (len(same),), "kl_penalized_rewards(...)")
+            baseline = check_piece(leave_one_out_baseline(shaped.detach().view(-1, K)), (len(same) // K, K),
                                    "leave_one_out_baseline(...)")
             advantages = (shaped - baseline.reshape(-1)).detach()
             if r.normalize_advantages and len(advantages) > 1:
                 advantages = advantages / (advantages.std() + 1e-6)
+        # Summing the advantages of repeated answers, scaled by distinct / all, makes the mean over the distinct
+        # rows equal the mean over all answers: the same gradient as running every answer through the model.
+        advantages = torch.zeros(len(ids)).index_add_(0, same, advantages) * (len(ids) / len(same))
         old_seq_logp = sequence_logprob(token_logp.detach(), mask)
         for epoch in range(r.epochs_per_batch):
             weights = advantages
