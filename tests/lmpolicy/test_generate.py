@@ -135,3 +135,61 @@ def test_kv_cache_matches_recomputing_on_the_shipped_checkpoint():
         cached = generate(trained, prompts, temperature=temperature, generator=gen(2), use_cache=True)
         uncached = generate(trained, prompts, temperature=temperature, generator=gen(2), use_cache=False)
         assert torch.equal(cached.ids, uncached.ids)
+
+
+# --- samples_per_prompt: K answers per prompt, the prompt's keys and values shared ---------------------
+
+def test_samples_per_prompt_gives_k_rows_per_prompt_in_repeat_interleave_order(model, prompts):
+    K = 3
+    out = generate(model, prompts[:20], samples_per_prompt=K, generator=gen(0))
+    assert out.ids.shape == (20 * K, PROMPT_LEN + RESPONSE_LEN)
+    assert out.response_mask.shape == (20 * K, RESPONSE_LEN)
+    for b in range(20):
+        for k in range(K):
+            assert torch.equal(out.ids[b * K + k, :PROMPT_LEN], prompts[b])
+
+
+def test_samples_per_prompt_draws_k_different_answers_not_one_answer_copied(model, prompts):
+    K = 4
+    responses = generate(model, prompts, samples_per_prompt=K, generator=gen(1)).response_ids.view(-1, K, RESPONSE_LEN)
+    all_same = (responses == responses[:, :1]).all(dim=2).all(dim=1)
+    assert (~all_same).sum() > len(prompts) // 2
+
+
+@pytest.mark.parametrize("settings", [dict(temperature=0), dict(temperature=1.0), dict(temperature=0.7, top_k=3),
+                                      dict(temperature=1.3, top_p=0.8)])
+def test_samples_per_prompt_with_cache_equals_recomputing_and_repeated_prompts(model, prompts, settings):
+    K = 3
+    cached = generate(model, prompts, samples_per_prompt=K, generator=gen(5), **settings)
+    uncached = generate(model, prompts, samples_per_prompt=K, generator=gen(5), use_cache=False, **settings)
+    repeated = generate(model, prompts.repeat_interleave(K, 0), generator=gen(5), **settings)
+    # the logits of the shared prompt pass are bit-identical to those of the repeated prompts here, so the
+    # same generator draws the same tokens: exact equality, not just the same distribution
+    assert torch.equal(cached.ids, uncached.ids)
+    assert torch.equal(cached.ids, repeated.ids)
+    assert torch.equal(cached.response_mask, repeated.response_mask)
+
+
+def test_samples_per_prompt_greedy_answers_are_the_brute_force_greedy_answer_k_times(model, prompts):
+    out = generate(model, prompts[:40], temperature=0, samples_per_prompt=2)
+    assert torch.equal(out.ids, brute_force_greedy(model, prompts[:40]).repeat_interleave(2, 0))
+
+
+def test_samples_per_prompt_one_is_the_default(model, prompts):
+    assert torch.equal(generate(model, prompts, samples_per_prompt=1, generator=gen(4)).ids,
+                       generate(model, prompts, generator=gen(4)).ids)
+
+
+def test_samples_per_prompt_leaves_the_models_training_mode_alone(model, prompts):
+    model.train()
+    try:
+        generate(model, prompts[:3], samples_per_prompt=2, generator=gen(0))
+        assert model.training
+    finally:
+        model.eval()
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "2"])
+def test_bad_samples_per_prompt_is_rejected(model, prompts, bad):
+    with pytest.raises(ValueError, match="samples_per_prompt"):
+        generate(model, prompts[:2], samples_per_prompt=bad)

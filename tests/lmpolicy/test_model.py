@@ -77,3 +77,32 @@ def test_kv_cache_forward_equals_full_forward(model):
 def test_too_long_input_is_rejected(model):
     with pytest.raises(ValueError, match="block_size"):
         model(torch.zeros(1, 12, dtype=torch.long))
+
+
+def test_kv_cache_repeat_rows_continues_like_a_cache_of_the_repeated_prompts(model):
+    prompts = encode_prompts([(3, 4), (37, 48), (0, 9)])  # different amounts of left padding
+    shared = KVCache()
+    first_shared = model(prompts, cache=shared)
+    shared.repeat_rows(3)
+    direct = KVCache()
+    first_direct = model(prompts.repeat_interleave(3, 0), cache=direct)
+    torch.testing.assert_close(first_shared.repeat_interleave(3, 0), first_direct)
+    assert shared.length == direct.length == 7
+    assert torch.equal(shared.n_real, direct.n_real) and torch.equal(shared.key_is_real, direct.key_is_real)
+    # the three copies of each prompt now continue differently, including an <eos> then <pad>
+    responses = encode_responses([7, 70, 9, 85, 11, 185, 9, 0, 19])
+    for t in range(4):
+        step = responses[:, t : t + 1]
+        torch.testing.assert_close(model(step, cache=shared), model(step, cache=direct), rtol=1e-5, atol=1e-5)
+    assert shared.length == direct.length == 11
+
+
+def test_kv_cache_repeat_rows_after_the_prompt_matches_the_full_forward(model):
+    prompts = encode_prompts([(3, 4), (37, 48)])
+    responses = encode_responses([7, 2, 85, 86])
+    cache = KVCache()
+    model(prompts, cache=cache)
+    cache.repeat_rows(2)
+    pieces = [model(responses[:, t : t + 1], cache=cache) for t in range(4)]
+    full = model(torch.cat([prompts.repeat_interleave(2, 0), responses], dim=1))
+    torch.testing.assert_close(torch.cat(pieces, dim=1), full[:, 7:], rtol=1e-4, atol=1e-4)

@@ -7,7 +7,8 @@ import torch.nn as nn
 from tinylm_helpers import sharpened_tinylm
 
 from lmpolicy.rewards import classify_answer, correct_answer_probability, evaluate_model, verifier_reward
-from lmpolicy.tokenizer import EOS, PAD, PLUS, PROMPT_LEN, RESPONSE_LEN, VOCAB_SIZE, decode_prompt, encode_prompts
+from lmpolicy.tokenizer import (EOS, PAD, PLUS, PROMPT_LEN, RESPONSE_LEN, VOCAB_SIZE, decode_prompt, encode_prompts,
+                               parse_answer)
 
 E, P = EOS, PAD
 
@@ -128,3 +129,58 @@ def test_correct_answer_probability_against_unpadded_step_by_step_products():
         expected.append(prob)
     torch.testing.assert_close(correct_answer_probability(model, problems).double(), torch.tensor(expected, dtype=torch.float64),
                                rtol=1e-4, atol=1e-12)
+
+
+# --- the vectorised verifier against parse_answer, row by row -------------------------------------------
+
+def random_response_rows(problems, gen):
+    """Responses of every kind for the given problems: random tokens, right answers, right answers with junk
+    after <eos>, leading zeros, a digit too many or too few, and right digits with no <eos>."""
+    rows = []
+    for i, (a, b) in enumerate(problems):
+        digits = [int(c) for c in str(a + b)]
+        junk = torch.randint(VOCAB_SIZE, (RESPONSE_LEN,), generator=gen).tolist()
+        kind = i % 8
+        if kind <= 1:
+            tokens = junk  # anything at all
+        elif kind == 2:
+            tokens = digits + [E]
+        elif kind == 3:
+            tokens = (digits + [E] + junk)[:RESPONSE_LEN]  # whatever follows <eos> does not count
+        elif kind == 4:
+            tokens = ([0] + digits + [E] + junk)[:RESPONSE_LEN]  # 0 8 5 <eos>; a 3-digit sum loses its <eos>
+        elif kind == 5:
+            tokens = (digits + junk)[:RESPONSE_LEN]  # often no <eos> at all
+        elif kind == 6:
+            tokens = (digits[:-1] + [E] + junk)[:RESPONSE_LEN] if len(digits) > 1 else [E] + junk[:3]
+        else:
+            tokens = (digits + [torch.randint(10, (1,), generator=gen).item(), E] + junk)[:RESPONSE_LEN]
+        rows.append(tokens + [P] * (RESPONSE_LEN - len(tokens)))
+    return torch.tensor(rows)
+
+
+def test_verifier_reward_agrees_with_parse_answer_on_thousands_of_random_rows():
+    gen = torch.Generator().manual_seed(0)
+    problems = [tuple(x) for x in torch.randint(100, (4000, 2), generator=gen).tolist()]
+    problems[:20] = [(0, 0), (99, 99), (50, 50), (9, 1), (0, 7)] * 4
+    responses = random_response_rows(problems, gen)
+    got = verifier_reward(encode_prompts(problems), responses)
+    expected = torch.tensor([float(parse_answer(r) == str(a + b)) for r, (a, b) in zip(responses, problems)])
+    assert got.shape == (4000,) and got.dtype == torch.float32
+    assert torch.equal(got, expected)
+    assert 0.2 < expected.mean() < 0.6  # the test has both right and wrong rows, of several kinds
+
+
+def test_verifier_reward_agrees_with_parse_answer_on_every_response_to_a_few_problems():
+    problems = [(3, 4), (37, 48), (99, 99), (0, 0), (50, 50)]
+    every = torch.cartesian_prod(*[torch.tensor([0, 1, 5, 7, 8, 9, PLUS, E, P])] * RESPONSE_LEN)
+    for a, b in problems:
+        prompts = encode_prompts([(a, b)]).expand(len(every), PROMPT_LEN)
+        expected = torch.tensor([float(parse_answer(r) == str(a + b)) for r in every])
+        assert torch.equal(verifier_reward(prompts, every), expected)
+
+
+@pytest.mark.parametrize("columns", [3, 5])
+def test_verifier_reward_rejects_responses_with_the_wrong_number_of_columns(columns):
+    with pytest.raises(ValueError, match="columns"):
+        verifier_reward(encode_prompts([(3, 4)]), torch.full((1, columns), P))
