@@ -32,6 +32,11 @@ CH11_HOSTILE_ANSWERS = {
                                  "def sequence_logprob(token_logprobs, mask):\n    return token_logprobs.sum(-1) * 0"),
 }
 
+CH11_EDITED_SETUP_STUDENT = "ch11_edited_setup"
+# notebook 01 of the reference with its locked set-up (import) cell replaced by a broken import: the
+# grader puts the released cell back, so every answer still earns its points.
+CH11_EDITED_SETUP_SOURCE = "import lmpolicy_helpers_i_deleted  # a student's edit of the locked set-up cell"
+
 
 def committed_notebooks(repo_root):
     """The source notebooks of the commit under test (a clean clone: all of them; a working tree:
@@ -71,5 +76,11 @@ def ch11_class(tmp_path_factory, repo_root):
     folder = root / "submitted" / CH11_HOSTILE_STUDENT / "ch11"
     folder.mkdir(parents=True)
     nbformat.write(hostile, folder / "07_logprob_plumbing.ipynb")
+    edited = nbformat.read(root / "source" / "ch11" / "01_policy_softmax.ipynb", as_version=4)
+    setup = next(c for c in edited.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("__setup"))
+    setup.source = CH11_EDITED_SETUP_SOURCE
+    folder = root / "submitted" / CH11_EDITED_SETUP_STUDENT / "ch11"
+    folder.mkdir(parents=True)
+    nbformat.write(edited, folder / "01_policy_softmax.ipynb")
     outcomes = grade_class(root, workers=2, log=lambda _: None)
-    return root, students + [CH11_HOSTILE_STUDENT], outcomes
+    return root, students + [CH11_HOSTILE_STUDENT, CH11_EDITED_SETUP_STUDENT], outcomes

@@ -2,8 +2,9 @@
 
 Expected outcomes come from the corpus itself: the reference earns every autograded point, the
 blank release none, each typical wrong answer (tests/notebooks/wrong_answers) costs its exercise's
-autograded points and no other exercise's, and the hostile notebook 07 gets no credit for calling
-lmpolicy's own implementation and a tampering zero for rebinding a check helper.
+autograded points and no other exercise's, the hostile notebook 07 gets no credit for calling
+lmpolicy's own implementation and a tampering zero for rebinding a check helper, and a correct
+notebook 01 whose locked set-up cell was broken keeps every point.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from lmpolicy.course.examples import load_wrong_answers, mistake_rounds
 from lmpolicy.course.grading import load_config
 from lmpolicy.course.report import TAMPERING, exercise_rows
 
-from .conftest import CH11_HOSTILE_STUDENT
+from .conftest import CH11_EDITED_SETUP_SOURCE, CH11_EDITED_SETUP_STUDENT, CH11_HOSTILE_STUDENT
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ch11_class")]
 
@@ -104,3 +105,15 @@ def test_calling_the_library_earns_nothing_and_tampering_scores_zero(ch11_class)
     rows = {r.exercise: r for r in exercise_rows(root, [outcome])}
     assert rows["task1b"].status == TAMPERING and "check_close" in rows["task1b"].reason
     assert rows["task1a"].status != TAMPERING
+
+
+def test_a_broken_locked_setup_cell_is_put_back_and_costs_nothing(ch11_class):
+    root, _, outcomes = ch11_class
+    scores = {key: value for key, value in _autograded(root, CH11_EDITED_SETUP_STUDENT).items()
+              if key[0] == "01_policy_softmax"}
+    assert scores, "notebook 01 was not graded"
+    assert {key: (s, m) for key, (s, m) in scores.items() if s != m} == {}
+    outcome = next(o for o in outcomes if o.student == CH11_EDITED_SETUP_STUDENT and o.notebook == "01_policy_softmax")
+    assert outcome.status == "graded", outcome.reason
+    autograded = (root / "autograded" / CH11_EDITED_SETUP_STUDENT / "ch11" / "01_policy_softmax.ipynb").read_text()
+    assert CH11_EDITED_SETUP_SOURCE not in autograded
