@@ -2,7 +2,8 @@
 
 Stock nbgrader 0.9.6 plus three preprocessors of `lmpolicy.course.preprocessors` that close its holes:
 deleted locked cells come back, the grading kernel runs under limits with a tamper guard before every
-test cell, and feedback shows neither hidden tests nor their assertion lines.
+test cell, and feedback shows neither hidden tests nor their assertion lines; and an exporter whose
+`nbgrader export` marks a submission that could not be graded FAILED instead of scoring it 0.
 """
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
                                     GetGrades, IgnorePattern, LimitOutput, OverwriteCells, OverwriteKernelspec,
                                     SaveAutoGrades)
 
+from lmpolicy.course.export import StatusCsvExportPlugin
 from lmpolicy.course.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells)
 
@@ -62,6 +64,9 @@ c.LimitOutput.max_traceback = 40
 # The grading kernel: prlimit --as (memory) --cpu (CPU seconds), one BLAS/torch thread, tamper guard.
 c.GradingKernelManager.memory_bytes = 3 * 1024**3
 c.GradingKernelManager.cpu_seconds = 600
+
+# --- export: `nbgrader export` writes nbgrader_export.csv with a status column (FAILED, never a silent 0)
+c.ExportApp.plugin_class = StatusCsvExportPlugin
 
 # --- feedback: no hidden tests, no hidden assertion lines in tracebacks -------------------------
 c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]

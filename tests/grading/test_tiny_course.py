@@ -123,3 +123,25 @@ def test_regrading_one_by_one_gives_identical_grades(tiny_class, tmp_path):
         if student == "reference":  # the instructor's manual grade survives re-grading
             expected["ex3"] = (1.5, GRADED)
         assert summary(copy, student) == expected, student
+
+
+def test_nbgrader_export_marks_failed_submissions_instead_of_scoring_them_zero(tiny_class):
+    import os
+    import subprocess
+    import sys
+
+    root, outcomes = tiny_class
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "export"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with open(root / "nbgrader_export.csv") as handle:
+        records = {r["student_id"]: r for r in csv.DictReader(handle)}
+    failed = {student for student, o in outcomes.items() if o.status == "failed"}
+    assert {"invalid_json", "os_exit"} <= failed
+    for student in failed:
+        assert student in records, f"{student} is missing from the export"
+        assert records[student]["status"] == "FAILED" and records[student]["score"] == "", records[student]
+        assert outcomes[student].reason.split(":")[0] in records[student]["problems"]
+    assert records["reference"]["status"] == "graded" and records["reference"]["problems"] == ""
+    assert "FAILED" in done.stderr  # the instructor is told on the console too
