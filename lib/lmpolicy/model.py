@@ -62,10 +62,14 @@ class KVCache:
     def repeat_rows(self, times: int) -> None:
         """Repeat every row ``times`` times in place (row b becomes rows b * times ... b * times + times - 1),
         so that several answers to one prompt share the prompt's keys and values."""
-        self.keys = [k.repeat_interleave(times, 0) for k in self.keys]
-        self.values = [v.repeat_interleave(times, 0) for v in self.values]
-        self.key_is_real = self.key_is_real.repeat_interleave(times, 0)
-        self.n_real = self.n_real.repeat_interleave(times, 0)
+        self.select_rows(torch.arange(self.key_is_real.shape[0]).repeat_interleave(times))
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        """Row i becomes old row ``rows[i]`` (repeats allowed), in place; gradients flow back to the old rows."""
+        self.keys = [k[rows] for k in self.keys]
+        self.values = [v[rows] for v in self.values]
+        self.key_is_real = self.key_is_real[rows]
+        self.n_real = self.n_real[rows]
 
 
 class CausalSelfAttention(nn.Module):
@@ -166,6 +170,19 @@ class TinyLM(nn.Module):
             cache.key_is_real = key_is_real
             cache.n_real = n_real_before + is_real.sum(dim=1)
         return self.head(self.ln_f(x))
+
+
+def forward_sharing_prompts(model: TinyLM, ids: torch.Tensor) -> torch.Tensor:
+    """``model(ids)`` for rows ``prompt + response``, with each distinct prompt run through the model once.
+
+    Many rows of a REINFORCE batch are answers to the same prompt; their first ``PROMPT_LEN`` columns
+    are computed once, and the response columns attend to the shared keys and values (with gradients).
+    """
+    prompts, which = torch.unique(ids[:, :PROMPT_LEN], dim=0, return_inverse=True)
+    cache = KVCache()
+    prompt_logits = model(prompts, cache=cache)
+    cache.select_rows(which)
+    return torch.cat([prompt_logits[which], model(ids[:, PROMPT_LEN:], cache=cache)], dim=1)
 
 
 def save_checkpoint(model: TinyLM, path: str | Path, **metadata) -> None:

@@ -45,7 +45,7 @@ from tqdm.auto import tqdm
 
 from lmpolicy.generate import generate, response_mask
 from lmpolicy.logprobs import response_logprobs, sequence_logprob
-from lmpolicy.model import TinyLM, load_pretrained
+from lmpolicy.model import TinyLM, forward_sharing_prompts, load_pretrained
 from lmpolicy.problems import heldout_problems, training_problems
 from lmpolicy.rewards import correct_answer_probability, verifier_reward
 from lmpolicy.tokenizer import PROMPT_LEN, encode_prompts, encode_responses
@@ -380,12 +380,12 @@ def train(
         ids, same = torch.unique(gen.ids[keep], dim=0, return_inverse=True)
         mask = response_mask(ids[:, PROMPT_LEN:])
         model.train()
-        token_logp = response_logprobs(model(ids), ids, PROMPT_LEN)
+        token_logp = response_logprobs(forward_sharing_prompts(model, ids), ids, PROMPT_LEN)
         if r.method == "rft":
             advantages = torch.ones(len(same))
         else:
             with torch.no_grad():
-                ref_logp = response_logprobs(reference(ids), ids, PROMPT_LEN)
+                ref_logp = response_logprobs(forward_sharing_prompts(reference, ids), ids, PROMPT_LEN)
             shaped = check_piece(kl_penalized_rewards(rewards[keep], token_logp[same], ref_logp[same], mask[same],
                                                       r.beta), (len(same),), "kl_penalized_rewards(...)")
             baseline = check_piece(leave_one_out_baseline(shaped.detach().view(-1, K)), (len(same) // K, K),
@@ -400,7 +400,7 @@ def train(
         for epoch in range(r.epochs_per_batch):
             weights = advantages
             if epoch > 0:  # off-policy now: importance ratio, clipped the PPO way
-                token_logp = response_logprobs(model(ids), ids, PROMPT_LEN)
+                token_logp = response_logprobs(forward_sharing_prompts(model, ids), ids, PROMPT_LEN)
                 ratio = (sequence_logprob(token_logp.detach(), mask) - old_seq_logp).exp()
                 weights = clipped_advantages(advantages, ratio, r.clip)
             loss = check_piece(policy_gradient_loss(token_logp, mask, weights), (), "policy_gradient_loss(...)",

@@ -106,3 +106,28 @@ def test_kv_cache_repeat_rows_after_the_prompt_matches_the_full_forward(model):
     pieces = [model(responses[:, t : t + 1], cache=cache) for t in range(4)]
     full = model(torch.cat([prompts.repeat_interleave(2, 0), responses], dim=1))
     torch.testing.assert_close(torch.cat(pieces, dim=1), full[:, 7:], rtol=1e-4, atol=1e-4)
+
+
+def test_forward_sharing_prompts_equals_the_full_forward_with_the_same_gradients():
+    from lmpolicy.model import forward_sharing_prompts
+
+    torch.manual_seed(3)
+    model = TinyLM(TinyLMConfig()).train()
+    for p in model.parameters():  # away from the init, so every weight matters
+        p.data.add_(0.2 * torch.randn_like(p))
+    prompts = encode_prompts([(37, 48), (3, 4), (37, 48), (60, 1), (3, 4), (37, 48)])
+    responses = encode_responses([85, 7, 86, 61, 17, 185])  # answers repeat prompts, one is 3 digits
+    responses[1, 2] = 5  # junk after <eos>, attended by nothing that matters but still computed
+    ids = torch.cat([prompts, responses], dim=1)
+    weights = torch.randn(ids.shape[0], ids.shape[1], model.config.vocab_size)
+
+    full = model(ids)
+    (full * weights).sum().backward()
+    want = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    shared = forward_sharing_prompts(model, ids)
+    (shared * weights).sum().backward()
+
+    torch.testing.assert_close(shared, full, atol=1e-5, rtol=1e-5)
+    for got, expected in zip((p.grad for p in model.parameters()), want):
+        torch.testing.assert_close(got, expected, atol=2e-4, rtol=1e-3)  # float32 sums in another order
