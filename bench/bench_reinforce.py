@@ -55,7 +55,7 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} before")
     start = load_pretrained()
     print(f"REINFORCE recipe: {reinforce.Recipe()}")
-    runs, ratios = [], []
+    runs, reinforce_runs, ratios = [], [], []  # ratios: (seed, wall, CPU) where both runs reached the target
     for seed in range(args.seed, args.seed + args.seeds):
         budget = dict(time_budget_seconds=args.budget, threads=args.threads, seed=seed)
         recipe = dataclasses.replace(reinforce.Recipe(), **budget)
@@ -63,8 +63,9 @@ def main() -> None:
         supervised = sft.train(dataclasses.replace(sft.SFTRecipe(), **budget), start,
                                label=f"SFT on true answers, seed {seed}", progress=False).history
         runs += [rl, supervised]
+        reinforce_runs.append(rl)
         if rl.seconds_to_target is not None and supervised.seconds_to_target is not None:
-            ratios.append((rl.seconds_to_target / supervised.seconds_to_target,
+            ratios.append((seed, rl.seconds_to_target / supervised.seconds_to_target,
                            rl.cpu_seconds_to_target / supervised.cpu_seconds_to_target))
         if args.plain:
             runs.append(reinforce.train(dataclasses.replace(reinforce.PLAIN_RECIPE, **budget), start,
@@ -74,16 +75,15 @@ def main() -> None:
           f"{'KL':>6}   (at the first measurement on target)")
     for h in runs:
         print(describe(h))
-    reinforce_runs = [h for h in runs if h.label.startswith("REINFORCE (")]
     times = sorted(h.seconds_to_target for h in reinforce_runs if h.seconds_to_target is not None)
     print(f"\nREINFORCE reached the target in {len(times)} of {len(reinforce_runs)} runs; goal {GOAL_SECONDS:.0f} s wall")
     if times:
         print(f"REINFORCE time to target: median {statistics.median(times):.1f} s wall, max {times[-1]:.1f} s "
               f"(median / goal {statistics.median(times) / GOAL_SECONDS:.2f})")
-    for (wall, cpu), seed in zip(ratios, range(args.seed, args.seed + args.seeds)):
+    for seed, wall, cpu in ratios:
         print(f"REINFORCE / SFT on true answers, seed {seed}: {wall:.2f} (wall), {cpu:.2f} (CPU)")
     if ratios:
-        print(f"median ratio REINFORCE / SFT: {statistics.median(r[0] for r in ratios):.2f} (wall)")
+        print(f"median ratio REINFORCE / SFT: {statistics.median(wall for _, wall, _ in ratios):.2f} (wall)")
     print(f"measuring took {sum(h.eval_seconds for h in runs):.0f} s in all (not counted); "
           f"load average {os.getloadavg()[0]:.1f} after")
 

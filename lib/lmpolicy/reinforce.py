@@ -48,7 +48,7 @@ from lmpolicy.logprobs import response_logprobs, sequence_logprob
 from lmpolicy.model import TinyLM, forward_sharing_prompts, load_pretrained
 from lmpolicy.problems import heldout_problems, training_problems
 from lmpolicy.rewards import correct_answer_probability, verifier_reward
-from lmpolicy.tokenizer import PROMPT_LEN, encode_prompts, encode_responses
+from lmpolicy.tokenizer import PROMPT_LEN, encode_prompts
 
 
 @dataclass
@@ -205,7 +205,6 @@ class HeldoutProbe:
         self.reference = reference
         self.problems = heldout_problems() if problems is None else list(problems)
         self.prompts = encode_prompts(self.problems)
-        self.answers = encode_responses([a + b for a, b in self.problems])
         self.seed = seed
 
     @torch.no_grad()
@@ -213,7 +212,7 @@ class HeldoutProbe:
         was_training = model.training
         model.eval()
         greedy = generate(model, self.prompts, temperature=0).response_ids
-        greedy_accuracy = (greedy == self.answers).all(dim=1).float().mean().item()
+        greedy_accuracy = verifier_reward(self.prompts, greedy).mean().item()
         sampled = correct_answer_probability(model, self.problems).mean().item()
         gen = generate(model, self.prompts, temperature=1.0, generator=torch.Generator().manual_seed(self.seed))
         token_kl = exact_token_kl(model(gen.ids), self.reference(gen.ids))[:, PROMPT_LEN - 1:-1]
