@@ -37,7 +37,7 @@ release: install
 	cd $(CURDIR) && $(BIN)/nbgrader generate_assignment ch11 --force --log-level=WARN
 
 grade: install
-	$(BIN)/python -m lmpolicy.course grade
+	$(BIN)/python -m lmpolicy_grader grade
 
 bench: install
 	for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

@@ -1,6 +1,6 @@
 """nbgrader configuration of the course `lm-policy`, assignment `ch11` (see docs/instructors.md).
 
-Stock nbgrader 0.9.6 plus three preprocessors of `lmpolicy.course.preprocessors` that close its holes:
+Stock nbgrader 0.9.6 plus three preprocessors of `lmpolicy_grader.preprocessors` that close its holes:
 deleted locked cells come back, the grading kernel runs under limits with a tamper guard before every
 test cell, and feedback shows neither hidden tests nor their assertion lines; and an exporter whose
 `nbgrader export` marks a submission that could not be graded FAILED instead of scoring it 0.
@@ -12,8 +12,8 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
                                     GetGrades, IgnorePattern, LimitOutput, OverwriteCells, OverwriteKernelspec,
                                     SaveAutoGrades)
 
-from lmpolicy.course.export import StatusCsvExportPlugin
-from lmpolicy.course.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
+from lmpolicy_grader.export import StatusCsvExportPlugin
+from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells)
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)

@@ -16,9 +16,9 @@ import time
 
 import numpy as np
 
-from lmpolicy.temperature import temperature_curve
-from lmpolicy.tilting import frontier, soft_values, tilted_optimum, token_level_optimum
-from lmpolicy.toy import ToyLM
+from lmpolicy.exact.temperature import temperature_curve
+from lmpolicy.exact.tilting import frontier, soft_values, tilted_optimum, token_level_optimum
+from lmpolicy.exact.toy import ToyLM
 
 GOAL_MS = 10.0
 BETA = 0.5

@@ -4,7 +4,7 @@
 
 1. A class of N students (copies of the reference, typical-mistakes and blank examples), graded
    (a) by stock `nbgrader autograde ch11 --force` in one process, and
-   (b) by `python -m lmpolicy.course grade --workers W` (W worker processes, nbgrader started once each),
+   (b) by `python -m lmpolicy_grader grade --workers W` (W worker processes, nbgrader started once each),
    both with the course's nbgrader_config.py (same preprocessors and limited kernel), feedback off.
    Goal: (a) / (b) >= 1.7 on 2 cores.
 2. One submission (the reference): the bare execution of its notebooks with nbclient, one after the
@@ -53,12 +53,10 @@ def make_course(notebooks: list[str] | None) -> Path:
         for path in (root / "source" / "ch11").glob("*.ipynb"):
             if path.stem not in notebooks:
                 path.unlink()
-    shutil.copytree(REPO / "tests" / "notebooks" / "wrong_answers", root / "tests" / "notebooks" / "wrong_answers",
-                    ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
     python = str(BIN / "python")
-    _run([python, "-m", "lmpolicy.course", "release"], root)
-    _run([python, "-m", "lmpolicy.course", "examples"], root)
+    _run([python, "-m", "lmpolicy_grader", "release"], root)
+    _run([python, "-m", "lmpolicy_grader", "examples"], root)
     return root
 
 
@@ -100,7 +98,7 @@ def main() -> None:
     os.environ["PATH"] = str(BIN) + os.pathsep + os.environ["PATH"]
     notebooks = [n for n in args.notebooks.split(",") if n]
     python, nbgrader = str(BIN / "python"), str(BIN / "nbgrader")
-    course = [python, "-m", "lmpolicy.course", "grade", "--no-release", "--no-examples"]
+    course = [python, "-m", "lmpolicy_grader", "grade", "--no-release", "--no-examples"]
     print(f"machine: {os.cpu_count()} cores, {_cpu_model()}; notebooks: {', '.join(notebooks) or 'all'}")
 
     root = make_course(notebooks)
@@ -117,8 +115,8 @@ def one_submission(root: Path, course: list[str], workers: int) -> None:
     grade_one_w = _run(course + ["--student", "reference", "--workers", str(workers)], root)
     print(f"\none submission (reference, {len(list((root / 'source' / 'ch11').glob('*.ipynb')))} notebooks)")
     print(f"  bare execution (nbclient, stock kernel, serial) {bare:7.1f} s")
-    print(f"  lmpolicy.course grade, 1 worker                {grade_one_1:7.1f} s   ratio {grade_one_1 / bare:.2f} (goal <= 1.3)")
-    print(f"  lmpolicy.course grade, {workers} workers               {grade_one_w:7.1f} s   ratio {grade_one_w / bare:.2f}")
+    print(f"  lmpolicy_grader grade, 1 worker                {grade_one_1:7.1f} s   ratio {grade_one_1 / bare:.2f} (goal <= 1.3)")
+    print(f"  lmpolicy_grader grade, {workers} workers               {grade_one_w:7.1f} s   ratio {grade_one_w / bare:.2f}")
 
 
 def whole_class(root: Path, course: list[str], nbgrader: str, size: int, workers: int) -> None:
@@ -127,7 +125,7 @@ def whole_class(root: Path, course: list[str], nbgrader: str, size: int, workers
     parallel = _run(course + ["--workers", str(workers), "--no-feedback"], root)
     print(f"\na class of {len(students)} (reference / mistakes / blank copies)")
     print(f"  stock nbgrader autograde, one process          {stock:7.1f} s")
-    print(f"  lmpolicy.course grade, {workers} workers               {parallel:7.1f} s   speed-up {stock / parallel:.2f}x (goal >= 1.7x)")
+    print(f"  lmpolicy_grader grade, {workers} workers               {parallel:7.1f} s   speed-up {stock / parallel:.2f}x (goal >= 1.7x)")
 
 
 if __name__ == "__main__":

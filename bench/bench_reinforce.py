@@ -5,10 +5,10 @@
 From the shipped checkpoint, trains until the held-out targets are reached (greedy accuracy >= 0.95
 and expected sampled accuracy >= 0.90, measured every 2 s of training on the 1,000 held-out problems):
 
-* REINFORCE with the library's recipe (``lmpolicy.reinforce.Recipe()``: k1 leash, leave-one-out
+* REINFORCE with the library's recipe (``lmpolicy.tinylm.reinforce.Recipe()``: k1 leash, leave-one-out
   baseline, prompts drawn by how often they were wrong, 3 clipped steps per batch, the library's
   reference pieces);
-* SFT on fresh worked examples with their true answers (``lmpolicy.sft.SFTRecipe()``);
+* SFT on fresh worked examples with their true answers (``lmpolicy.tinylm.sft.SFTRecipe()``);
 * with ``--plain``, also the plain recipe of the issue (32 prompts x 8 answers, Adam 3e-4, one step
   per batch), which needs several minutes.
 
@@ -26,8 +26,8 @@ import os
 import statistics
 
 from bench_exact import cpu_model  # bench/ is on sys.path when run as a script
-from lmpolicy import reinforce, sft
-from lmpolicy.model import load_pretrained
+from lmpolicy.tinylm import reinforce, sft
+from lmpolicy.tinylm.model import load_pretrained
 
 GOAL_SECONDS = 60.0
 

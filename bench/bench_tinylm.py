@@ -16,11 +16,11 @@ import time
 
 import torch
 
-from lmpolicy.generate import generate
-from lmpolicy.model import CHECKPOINT_PATH, TinyLM, load_pretrained
-from lmpolicy.problems import heldout_problems
-from lmpolicy.tokenizer import encode_prompts
-from lmpolicy.train import Settings, make_dataset, supervised_step
+from lmpolicy.tinylm.generate import generate
+from lmpolicy.tinylm.model import CHECKPOINT_PATH, TinyLM, load_pretrained
+from lmpolicy.tinylm.problems import heldout_problems
+from lmpolicy.tinylm.tokenizer import encode_prompts
+from lmpolicy.tinylm.pretraining import Settings, make_dataset, supervised_step
 
 BATCH_SIZES = (1, 64, 1000)
 

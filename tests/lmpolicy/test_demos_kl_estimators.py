@@ -11,7 +11,7 @@ import pytest
 
 from lmpolicy.demos.base import GRADER_NOTE
 from lmpolicy.demos.kl_estimators import BATCHES_PER_PLAY_STEP, KLEstimatorDemo
-from lmpolicy.kl import estimator_moments, probability_mean_below
+from lmpolicy.exact.kl import estimator_moments, probability_mean_below
 
 PI_REF = np.array([0.62, 0.18, 0.09, 0.05, 0.02, 0.02, 0.01, 0.01])  # the chapter's eight tokens
 

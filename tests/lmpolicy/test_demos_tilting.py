@@ -11,8 +11,8 @@ import pytest
 
 from lmpolicy.demos.base import GRADER_NOTE
 from lmpolicy.demos.tilting import TiltingDemo
-from lmpolicy.scenarios import get_scenario
-from lmpolicy.tilting import soft_values, tilted_optimum, token_level_optimum
+from lmpolicy.exact.scenarios import get_scenario
+from lmpolicy.exact.tilting import soft_values, tilted_optimum, token_level_optimum
 
 WORKED_REF = {"aa": 0.42, "ab": 0.28, "ba": 0.15, "bb": 0.15}
 WORKED_REWARD = {"aa": 0.0, "ab": 1.0, "ba": 0.0, "bb": 2.0}

@@ -1,11 +1,11 @@
 """Demo "Three ways to estimate a KL": k1, k2 and k3 from sampled tokens, live.
 
-One position with eight tokens. The reference is fixed (``lmpolicy.scenarios.KL_DEMO_REF_PROBS``);
+One position with eight tokens. The reference is fixed (``lmpolicy.exact.scenarios.KL_DEMO_REF_PROBS``);
 the policy is the reference sharpened or flattened, pi_theta ∝ pi_ref ** (1 - x), with x in [-1, 1]
 (x < 0 sharper, x = 0 equal, x > 0 flatter, x = 1 uniform; ``scenarios.kl_demo_policy``). Each
 batch draws N tokens from pi_theta and averages each estimator over them: one estimate of
 KL(pi_theta || pi_ref) per estimator. The histograms collect the batch
-estimates; the table compares them with the exact values from ``lmpolicy.kl``.
+estimates; the table compares them with the exact values from ``lmpolicy.exact.kl``.
 
 Draws are seeded: ``reset()`` (the Reset button) replays the same batches, and changing x or N
 starts again from the seed, so what the demo shows depends only on (x, N, batches drawn).
@@ -25,8 +25,8 @@ from matplotlib.ticker import MaxNLocator
 
 from lmpolicy.demos.base import WidgetDemo
 from lmpolicy.demos.figure_widget import FigureImage
-from lmpolicy.kl import ESTIMATORS, estimator_moments
-from lmpolicy.scenarios import KL_DEMO_DEFAULT_X, KL_DEMO_REF_PROBS, kl_demo_policy
+from lmpolicy.exact.kl import ESTIMATORS, estimator_moments
+from lmpolicy.exact.scenarios import KL_DEMO_DEFAULT_X, KL_DEMO_REF_PROBS, kl_demo_policy
 
 TOKENS_PER_ESTIMATE = (1, 4, 16, 64, 256)
 FORMULAS = {"k1": "k1 = l", "k2": "k2 = l²/2", "k3": "k3 = e^(−l) − 1 + l"}

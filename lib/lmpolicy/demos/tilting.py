@@ -1,8 +1,8 @@
 """Demo "Tilting a toy language model": pi* = pi_ref exp(r / beta) / Z, seen token by token and on
 the reward-KL plane, next to the reference sampled at a lower or higher temperature.
 
-Every number comes from the exact solvers (``lmpolicy.tilting``, ``lmpolicy.temperature``,
-``lmpolicy.kl``) applied to the three toy models of ``lmpolicy.scenarios``. Temperature here is
+Every number comes from the exact solvers (``lmpolicy.exact.tilting``, ``lmpolicy.exact.temperature``,
+``lmpolicy.exact.kl``) applied to the three toy models of ``lmpolicy.exact.scenarios``. Temperature here is
 token-level temperature: each next-token distribution raised to the power 1/T and renormalised,
 which is what a sampler does.
 
@@ -19,12 +19,12 @@ import numpy as np
 
 from lmpolicy.demos.base import WidgetDemo
 from lmpolicy.demos.figure_widget import FigureImage
-from lmpolicy.kl import kl
-from lmpolicy.scenarios import SCENARIOS, get_scenario
-from lmpolicy.temperature import temperature_curve, token_temperature
-from lmpolicy.tilting import (check_beta, expected_reward, frontier, kl_objective, soft_values,
+from lmpolicy.exact.kl import kl
+from lmpolicy.exact.scenarios import SCENARIOS, get_scenario
+from lmpolicy.exact.temperature import temperature_curve, token_temperature
+from lmpolicy.exact.tilting import (check_beta, expected_reward, frontier, kl_objective, soft_values,
                               tilted_optimum, token_level_optimum)
-from lmpolicy.toy import check_positive
+from lmpolicy.exact.toy import check_positive
 
 # Slider grids in log10 units. beta: 10 steps per doubling, so 0.5 and 1 are exact grid points,
 # from 2 ** -4.4 = 0.047 to 2 ** 4.4 = 21. Temperature: 0.1 to 10 ** 0.5 = 3.16 in 60 steps
@@ -55,7 +55,7 @@ class TiltingDemo(WidgetDemo):
 
     Parameters
     ----------
-    scenario : "worked" (default), "likely" or "blind_spot" (see ``lmpolicy.scenarios``)
+    scenario : "worked" (default), "likely" or "blind_spot" (see ``lmpolicy.exact.scenarios``)
     beta : float > 0, default 1.0, within the slider's range (about 0.05 to 20)
     temperature : float > 0, default 1.0, within the slider's range (0.1 to 3.16); token-level
     show_temperature : bool, default False: also show pi_ref at temperature T in the response bars

@@ -1,5 +1,0 @@
-"""The instructor's side of the course: nbgrader glue, parallel grading, honest reports.
-
-`python -m lmpolicy.course --help` lists the commands. The kernel-side tamper guard
-(`lmpolicy.course.guard`) is imported inside grading kernels, so this package imports nothing heavy.
-"""

@@ -1,0 +1,31 @@
+"""Typical wrong answers, one module per notebook (``nb01.py`` ... ``nb08.py``, each a list ``WRONG_ANSWERS``).
+
+For each ``WrongAnswer``, the notebook with ``source`` in place of the answer cell ``cell`` must fail
+the hidden tests of ``exercise`` (its visible checks may pass), while the reference solution passes.
+tests/notebooks/test_wrong_answers.py runs them; ``python -m lmpolicy_grader examples`` places them as example
+submissions.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class WrongAnswer:
+    notebook: str  # e.g. "01_policy_softmax" (source/ch11/<notebook>.ipynb)
+    cell: str      # grade_id of the answer cell it replaces, e.g. "ex11_1a__sequence_logprob"
+    exercise: str  # e.g. "ex11_1a": the exercise whose hidden tests must fail
+    source: str    # the full replacement cell source
+    why: str       # the mistake, in words
+
+
+def _collect() -> list[WrongAnswer]:
+    answers: list[WrongAnswer] = []
+    for module in sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("nb")):
+        answers.extend(importlib.import_module(f"{__name__}.{module}").WRONG_ANSWERS)
+    return answers
+
+
+WRONG_ANSWERS: list[WrongAnswer] = _collect()

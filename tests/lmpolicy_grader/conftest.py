@@ -1,0 +1,84 @@
+"""Grade the tiny course's hostile class once per session, with the parallel grader."""
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from lmpolicy_grader.__main__ import release
+from lmpolicy_grader.grading import grade_class
+
+from . import tiny_course
+
+
+@pytest.fixture(scope="session")
+def tiny_class(tmp_path_factory):
+    """(course root, outcomes by student) after grading every HOSTILE submission plus blank and invalid JSON."""
+    root = tiny_course.make_course(tmp_path_factory.mktemp("tiny-course"))
+    release(root)
+    tiny_course.submit(root, "blank", nbformat.read(root / "release" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb", as_version=4))
+    tiny_course.submit(root, "invalid_json", raw='{"cells": [ this is not json')
+    for student, (make, *_ ) in tiny_course.HOSTILE.items():
+        tiny_course.submit(root, student, make())
+    outcomes = grade_class(root, workers=2, log=lambda _: None)
+    return root, {o.student: o for o in outcomes}
+
+
+CH11_HOSTILE_STUDENT = "ch11_hostile"
+# notebook 07 of the reference with: task1a answered by importing lmpolicy's own implementation (no
+# credit), task1b wrong and lmpolicy.checks.check_close rebound (tampering: task1b scores 0).
+CH11_HOSTILE_ANSWERS = {
+    "task1a__response_logprobs": "from lmpolicy.tinylm.logprobs import response_logprobs",
+    "task1b__sequence_logprob": ("from lmpolicy import checks\nchecks.check_close = lambda *args, **kwargs: None\n"
+                                 "def sequence_logprob(token_logprobs, mask):\n    return token_logprobs.sum(-1) * 0"),
+}
+
+CH11_EDITED_SETUP_STUDENT = "ch11_edited_setup"
+# notebook 01 of the reference with its locked set-up (import) cell replaced by a broken import: the
+# grader puts the released cell back, so every answer still earns its points.
+CH11_EDITED_SETUP_SOURCE = "import lmpolicy_helpers_i_deleted  # a student's edit of the locked set-up cell"
+
+
+def committed_notebooks(repo_root):
+    """The source notebooks of the commit under test (a clean clone: all of them; a working tree:
+    not the ones still being written)."""
+    import subprocess
+
+    folder = repo_root / "source" / "ch11"
+    try:
+        listed = subprocess.run(["git", "ls-files", "source/ch11/*.ipynb"], cwd=repo_root, check=True,
+                                capture_output=True, text=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(folder.glob("*.ipynb"))
+    return sorted(repo_root / name for name in listed)
+
+
+@pytest.fixture(scope="session")
+def ch11_class(tmp_path_factory, repo_root):
+    """The real course graded once: reference, blank, the typical-mistake rounds, one hostile student."""
+    import shutil
+
+    from lmpolicy_grader.examples import place_examples
+
+    root = tmp_path_factory.mktemp("ch11-course")
+    (root / "source" / "ch11").mkdir(parents=True)
+    for notebook in committed_notebooks(repo_root):
+        shutil.copy(notebook, root / "source" / "ch11" / notebook.name)
+    shutil.copy(repo_root / "nbgrader_config.py", root / "nbgrader_config.py")
+    release(root)
+    students = place_examples(root)
+    if not (root / "source" / "ch11" / "07_logprob_plumbing.ipynb").exists():
+        return root, students, grade_class(root, workers=2, log=lambda _: None)
+    hostile = nbformat.read(root / "source" / "ch11" / "07_logprob_plumbing.ipynb", as_version=4)
+    for grade_id, source in CH11_HOSTILE_ANSWERS.items():
+        tiny_course.replace_answer(hostile, grade_id, source)
+    folder = root / "submitted" / CH11_HOSTILE_STUDENT / "ch11"
+    folder.mkdir(parents=True)
+    nbformat.write(hostile, folder / "07_logprob_plumbing.ipynb")
+    edited = nbformat.read(root / "source" / "ch11" / "01_policy_softmax.ipynb", as_version=4)
+    setup = next(c for c in edited.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("__setup"))
+    setup.source = CH11_EDITED_SETUP_SOURCE
+    folder = root / "submitted" / CH11_EDITED_SETUP_STUDENT / "ch11"
+    folder.mkdir(parents=True)
+    nbformat.write(edited, folder / "01_policy_softmax.ipynb")
+    outcomes = grade_class(root, workers=2, log=lambda _: None)
+    return root, students + [CH11_HOSTILE_STUDENT, CH11_EDITED_SETUP_STUDENT], outcomes

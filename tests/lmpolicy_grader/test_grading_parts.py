@@ -1,0 +1,68 @@
+"""The grader's parts that need no kernel: the kernel spec, the gradebook lock, the mistake rounds."""
+from __future__ import annotations
+
+import fcntl
+import json
+import multiprocessing
+from types import SimpleNamespace
+
+import pytest
+from nbgrader.api import Gradebook
+
+from lmpolicy_grader.examples import mistake_rounds
+from lmpolicy_grader.grading import serialise_gradebook_sessions
+from lmpolicy_grader.kernel import grading_kernel_spec, install_grading_kernel
+
+
+def test_grading_kernel_runs_under_prlimit_with_one_thread(tmp_path):
+    spec = grading_kernel_spec(memory_bytes=123_456_789, cpu_seconds=77)
+    assert spec["argv"][0].endswith("prlimit")
+    assert "--as=123456789" in spec["argv"] and "--cpu=77" in spec["argv"]
+    assert "--ext=lmpolicy_grader.guard" in spec["argv"]
+    assert spec["env"]["OMP_NUM_THREADS"] == "1" and spec["env"]["MKL_NUM_THREADS"] == "1"
+    written = json.loads((install_grading_kernel(tmp_path, cpu_seconds=5) / "kernel.json").read_text())
+    assert "--cpu=5" in written["argv"] and "{connection_file}" in written["argv"]
+
+
+def _try_lock(path, answer):
+    with open(path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            answer.put("blocked")
+        else:
+            answer.put("free")
+
+
+def _other_process_can_lock(path) -> bool:
+    context = multiprocessing.get_context("fork")
+    answer = context.Queue()
+    process = context.Process(target=_try_lock, args=(str(path), answer))
+    process.start()
+    process.join(60)
+    return answer.get(timeout=5) == "free"
+
+
+@pytest.mark.slow
+def test_gradebook_sessions_hold_the_lock_exactly_while_open(tmp_path):
+    lock = tmp_path / ".gradebook.lock"
+    undo = serialise_gradebook_sessions(lock)
+    try:
+        gradebook = Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}")
+        assert not _other_process_can_lock(lock)
+        gradebook.close()
+        assert _other_process_can_lock(lock)
+    finally:
+        undo()
+
+
+def test_mistake_rounds_never_put_two_answers_of_one_exercise_together():
+    answer = lambda notebook, cell, exercise: SimpleNamespace(notebook=notebook, cell=cell, exercise=exercise)  # noqa: E731
+    answers = [answer("01", "a", "ex1"), answer("01", "a", "ex1"), answer("01", "b", "ex2"),
+               answer("02", "a", "ex1"), answer("01", "c", "ex1")]
+    rounds = mistake_rounds(answers)
+    assert [len(r) for r in rounds] == [3, 1, 1]
+    for round_ in rounds:
+        keys = [(a.notebook, a.exercise) for a in round_]
+        assert len(keys) == len(set(keys))
+    assert sum(len(r) for r in rounds) == len(answers)

@@ -1,0 +1,147 @@
+"""The grading pipeline on a tiny course: every hostile submission gets its expected outcome.
+
+The class is graded once per session (conftest.py) by the parallel grader; the expected scores
+come from the notebook's design (tiny_course.HOSTILE), not from the grader.
+"""
+from __future__ import annotations
+
+import csv
+import shutil
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from lmpolicy_grader.__main__ import report
+from lmpolicy_grader.grading import grade_class, load_config, load_outcomes
+from lmpolicy_grader.report import FAILED, GRADED, PENDING, TAMPERING, exercise_rows
+
+from . import tiny_course
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny_class")]
+
+
+def _rows(root, student):
+    outcomes = [o for o in load_outcomes(root) if o.student == student]
+    return {row.exercise: row for row in exercise_rows(root, outcomes)}
+
+
+@pytest.mark.parametrize("student", sorted(tiny_course.HOSTILE))
+def test_hostile_submission_gets_its_expected_outcome(tiny_class, student):
+    root, outcomes = tiny_class
+    _, expected_scores, expected_status, reason_words = tiny_course.HOSTILE[student]
+    outcome = outcomes[student]
+    assert outcome.status == expected_status, outcome
+    assert reason_words in outcome.reason
+    rows = _rows(root, student)
+    if expected_status == "failed":
+        assert {row.status for row in rows.values()} == {FAILED}
+        assert all(row.score is None for row in rows.values()), "a notebook that failed must not show a score"
+        return
+    assert {ex: rows[ex].score for ex in expected_scores} == expected_scores
+    assert rows["ex3"].status == PENDING and rows["ex3"].score is None
+    tampered = tiny_course.TAMPERED.get(student)
+    assert [ex for ex, row in rows.items() if row.status == TAMPERING] == ([tampered] if tampered else [])
+
+
+def test_blank_release_scores_zero_on_every_part(tiny_class):
+    root, outcomes = tiny_class
+    assert outcomes["blank"].status == "graded"
+    assert {ex: (row.score, row.status) for ex, row in _rows(root, "blank").items()} == \
+        {"ex1": (0, GRADED), "ex2": (0, GRADED), "ex3": (0, GRADED)}
+
+
+def test_invalid_json_is_failed_with_its_reason(tiny_class):
+    root, outcomes = tiny_class
+    assert outcomes["invalid_json"].status == "failed"
+    assert "invalid notebook" in outcomes["invalid_json"].reason
+    assert all(row.status == FAILED and row.score is None for row in _rows(root, "invalid_json").values())
+
+
+def test_grades_csv_has_a_status_column_and_no_score_for_failures(tiny_class):
+    root, _ = tiny_class
+    report(root)
+    with open(root / "grades.csv") as handle:
+        records = list(csv.DictReader(handle))
+    assert {"student", "exercise", "score", "max_score", "status", "reason"} <= set(records[0])
+    failed = [r for r in records if r["student"] == "os_exit"]
+    assert failed and all(r["status"] == FAILED and r["score"] == "" and "kernel died" in r["reason"] for r in failed)
+    assert {r["status"] for r in records if r["student"] == "reference"} == {GRADED, PENDING}
+
+
+def _feedback(root, student):
+    return (root / "feedback" / student / "ch11" / f"{tiny_course.NOTEBOOK}.html").read_text()
+
+
+def test_feedback_hides_hidden_tests_but_keeps_their_message(tiny_class):
+    root, _ = tiny_class
+    html = _feedback(root, "wrong")  # passes the visible check, fails the hidden one
+    assert "hidden check of double failed" in html
+    assert "BEGIN HIDDEN TESTS" not in html and "double([-3.0, 0.5])" not in html
+
+
+def test_feedback_names_the_tampering(tiny_class):
+    root, _ = tiny_class
+    html = _feedback(root, "monkeypatch")
+    assert "TamperingDetected" in html and "numpy.allclose was rebound" in html
+
+
+def test_output_flood_is_cut_while_streaming(tiny_class):
+    root, outcomes = tiny_class
+    path = root / "autograded" / "output_flood" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb"
+    assert path.stat().st_size < 100_000  # the flood printed ~30 MB
+    assert any(i["kind"] == "output cut" for i in outcomes["output_flood"].incidents)
+
+
+def test_deleted_locked_test_and_setup_cells_come_back_in_place(tiny_class):
+    root, _ = tiny_class
+    nb = nbformat.read(root / "autograded" / "deleted_cells" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb", as_version=4)
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") or c.get("id") for c in nb.cells]
+    assert ids == ["header", "setup", "tiny-02", "ex1__answer", "ex1__tests", "ex2__answer", "ex2__tests",
+                   "ex3__question", "ex3__manual"]
+    assert "BEGIN HIDDEN TESTS" in nb.cells[ids.index("ex2__tests")].source
+
+
+def test_regrading_one_by_one_gives_identical_grades(tiny_class, tmp_path):
+    """Serial grading (one worker) of a copy of the graded course reproduces the parallel grades,
+    and keeps a manual grade given in between."""
+    root, outcomes = tiny_class
+    copy = tmp_path / "course"
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns("autograded", "feedback"))
+    students = ["reference", "wrong", "monkeypatch", "deleted_cells", "duplicated_cells", "os_exit", "invalid_json"]
+    config = load_config(copy)
+    with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gradebook:
+        gradebook.find_grade("ex3__manual", tiny_course.NOTEBOOK, "ch11", "reference").manual_score = 1.5
+        gradebook.db.commit()
+    serial = {o.student: o for o in grade_class(copy, students=students, workers=1, log=lambda _: None)}
+
+    def summary(course, student):
+        return {ex: (row.score, row.status) for ex, row in _rows(course, student).items()}
+    for student in students:
+        assert serial[student].status == outcomes[student].status
+        expected = summary(root, student)
+        if student == "reference":  # the instructor's manual grade survives re-grading
+            expected["ex3"] = (1.5, GRADED)
+        assert summary(copy, student) == expected, student
+
+
+def test_nbgrader_export_marks_failed_submissions_instead_of_scoring_them_zero(tiny_class):
+    import os
+    import subprocess
+    import sys
+
+    root, outcomes = tiny_class
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "export"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with open(root / "nbgrader_export.csv") as handle:
+        records = {r["student_id"]: r for r in csv.DictReader(handle)}
+    failed = {student for student, o in outcomes.items() if o.status == "failed"}
+    assert {"invalid_json", "os_exit"} <= failed
+    for student in failed:
+        assert student in records, f"{student} is missing from the export"
+        assert records[student]["status"] == "FAILED" and records[student]["score"] == "", records[student]
+        assert outcomes[student].reason.split(":")[0] in records[student]["problems"]
+    assert records["reference"]["status"] == "graded" and records["reference"]["problems"] == ""
+    assert "FAILED" in done.stderr  # the instructor is told on the console too

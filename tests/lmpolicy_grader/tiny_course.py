@@ -1,0 +1,180 @@
+"""A tiny nbgrader course with the repository's grading configuration, for the grading tests.
+
+One notebook, ``01_tiny``: a locked import cell, an unlocked set-up cell, two autograded exercises (``ex1``: double,
+``ex2``: square; each answer cell relies on the locked import cell, each test cell has hidden tests)
+and a manually graded answer (``ex3``). Hostile submissions are made from its reference solution.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOK = "01_tiny"
+POINTS = {"ex1": 2.0, "ex2": 3.0, "ex3": 2.0}
+CELL_TIMEOUT = 5
+
+CONFIG = f"""
+load_subconfig({str(REPO / 'nbgrader_config.py')!r})
+from pathlib import Path
+root = Path(__file__).resolve().parent
+c.CourseDirectory.root = str(root)
+c.CourseDirectory.db_url = f"sqlite:///{{root / 'gradebook.db'}}"
+c.RestoreDeletedCells.course_root = str(root)
+c.GradingExecute.timeout = {CELL_TIMEOUT}
+c.GradingExecute.default_budget = 60
+c.GradingExecute.probe_timeout = 5
+c.GradingExecute.max_output_bytes = 20_000
+c.GradingKernelManager.memory_bytes = 2 * 1024**3
+c.Exchange.root = str(root / 'exchange')
+"""
+
+
+def _meta(grade_id, *, grade=False, solution=False, locked=False, points=None):
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "solution": solution,
+            "schema_version": 3, "task": False}
+    if points is not None:
+        meta["points"] = points
+    return {"nbgrader": meta}
+
+
+def _test(call: str, expected: str, hidden_call: str, hidden_expected: str, what: str) -> str:
+    return (f"import numpy as np\nfrom lmpolicy import checks\n"
+            f"checks.check_close({call}, {expected}, {what!r})\n"
+            "### BEGIN HIDDEN TESTS\n"
+            f"assert np.allclose({hidden_call}, {hidden_expected}), 'hidden check of {what} failed'\n"
+            "### END HIDDEN TESTS")
+
+
+def source_notebook() -> nbformat.NotebookNode:
+    cells = [
+        (new_markdown_cell("# A tiny assignment\nTwo functions and one question."), _meta("header", locked=True)),
+        (new_code_cell("import numpy as np"), _meta("setup", locked=True)),
+        (new_code_cell("TWO = 2.0  # an unlocked set-up cell the answer relies on"), {}),
+        (new_code_cell("def double(x):\n    ### BEGIN SOLUTION\n    return TWO * np.asarray(x, dtype=float)\n"
+                       "    ### END SOLUTION"), _meta("ex1__answer", solution=True)),
+        (new_code_cell(_test("double([1.0, 2.0])", "[2.0, 4.0]", "double([-3.0, 0.5])", "[-6.0, 1.0]", "double")),
+         _meta("ex1__tests", grade=True, locked=True, points=POINTS["ex1"])),
+        (new_code_cell("def square(x):\n    ### BEGIN SOLUTION\n    return np.asarray(x, dtype=float) ** 2\n"
+                       "    ### END SOLUTION"), _meta("ex2__answer", solution=True)),
+        (new_code_cell(_test("square([2.0])", "[4.0]", "square([-3.0, 0.5])", "[9.0, 0.25]", "square")),
+         _meta("ex2__tests", grade=True, locked=True, points=POINTS["ex2"])),
+        (new_markdown_cell("Why is squaring never negative?"), _meta("ex3__question", locked=True)),
+        (new_markdown_cell("### BEGIN SOLUTION\nMark scheme: 2 points for x*x >= 0.\n### END SOLUTION"),
+         _meta("ex3__manual", grade=True, solution=True, points=POINTS["ex3"])),
+    ]
+    nb = new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    for number, (cell, metadata) in enumerate(cells):
+        cell.metadata.update(metadata)
+        cell["id"] = f"tiny-{number:02d}"  # stable ids, as a student's copy of the release keeps them
+        nb.cells.append(cell)
+    return nb
+
+
+def make_course(root: Path) -> Path:
+    """Write the course folder (config + source); the release comes from `lmpolicy_grader release`."""
+    (root / "source" / "ch11").mkdir(parents=True)
+    (root / "nbgrader_config.py").write_text(CONFIG)
+    nbformat.write(source_notebook(), root / "source" / "ch11" / f"{NOTEBOOK}.ipynb")
+    return root
+
+
+def cell_index(nb, grade_id: str) -> int:
+    return next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def replace_answer(nb, grade_id: str, source: str):
+    nb.cells[cell_index(nb, grade_id)].source = source
+    return nb
+
+
+def submit(root: Path, student: str, nb=None, raw: str | None = None) -> None:
+    folder = root / "submitted" / student / "ch11"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{NOTEBOOK}.ipynb"
+    if raw is not None:
+        path.write_text(raw)
+    else:
+        nbformat.write(nb, path)
+
+
+CORRECT_DOUBLE = "def double(x):\n    return 2 * np.asarray(x, dtype=float)"
+
+
+def _with(edit):
+    nb = source_notebook()
+    edit(nb)
+    return nb
+
+
+def _delete(*grade_ids):
+    def edit(nb):
+        for grade_id in grade_ids:
+            del nb.cells[cell_index(nb, grade_id)]
+    return edit
+
+
+def _delete_plain_too(*grade_ids):
+    def edit(nb):
+        _delete(*grade_ids)(nb)
+        nb.cells = [c for c in nb.cells if not c.source.startswith("TWO = ")]
+    return edit
+
+
+def _answer(grade_id, source):
+    return lambda nb: replace_answer(nb, grade_id, source)
+
+
+def _edited(nb):
+    replace_answer(nb, "ex1__answer", "def double(x):\n    return 3 * np.asarray(x, dtype=float)")
+    nb.cells[cell_index(nb, "ex1__tests")].source = "pass  # tests? what tests"
+    nb.cells[cell_index(nb, "header")].source = "# my own header"
+
+
+def _duplicated(nb):
+    tests = nb.cells[cell_index(nb, "ex1__tests")]
+    nb.cells.insert(cell_index(nb, "ex1__answer"), nbformat.from_dict(tests))  # a copy before the answer
+    answer = nbformat.from_dict(nb.cells[cell_index(nb, "ex2__answer")])
+    answer.source = "def square(x):\n    return x"  # a wrong copy before the right one
+    nb.cells.insert(cell_index(nb, "ex2__answer"), answer)
+
+
+def _kernelspec(nb):
+    nb.metadata["kernelspec"] = {"name": "no-such-kernel", "display_name": "mine", "language": "python"}
+
+
+# student -> (submission, expected {exercise: score or None}, expected status of the notebook, reason words)
+# Scores: ex1 is worth 2, ex2 3; ex3 (manual) is pending (None) whenever the notebook is graded.
+HOSTILE = {
+    "reference": (source_notebook, {"ex1": 2, "ex2": 3}, "graded", ""),
+    "wrong": (lambda: _with(_answer("ex1__answer", "def double(x):\n    return 2 * np.abs(np.asarray(x, dtype=float))")),
+              {"ex1": 0, "ex2": 3}, "graded", ""),
+    "loop": (lambda: _with(_answer("ex1__answer", "def double(x):\n    while True:\n        pass")),
+             {"ex1": 0, "ex2": 3}, "graded", ""),
+    "stubborn_loop": (lambda: _with(_answer("ex1__answer", "import time\ndef double(x):\n    while True:\n        try:\n"
+                                            "            time.sleep(0.1)\n        except KeyboardInterrupt:\n            pass")),
+                      None, "failed", "did not stop when interrupted"),
+    "os_exit": (lambda: _with(_answer("ex2__answer", "import os\nos._exit(1)")), None, "failed", "kernel died"),
+    "kills_the_grader": (lambda: _with(_answer("ex2__answer", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")),
+                         None, "failed", "worker process died"),
+    "sys_exit": (lambda: _with(_answer("ex1__answer", "import sys\nsys.exit(1)\n" + CORRECT_DOUBLE)),
+                 {"ex1": 0, "ex2": 3}, "graded", ""),
+    "memory_bomb": (lambda: _with(_answer("ex1__answer", "blocks = []\nwhile True:\n    blocks.append(bytearray(100 * 1024**2))\n"
+                                          + CORRECT_DOUBLE)), {"ex1": 0, "ex2": 3}, "graded", ""),
+    "output_flood": (lambda: _with(_answer("ex1__answer", "import sys\nfor i in range(30):\n    sys.stdout.write(('spam ' * 20 + '\\n') * 10_000)\n"
+                                           + CORRECT_DOUBLE)), {"ex1": 2, "ex2": 3}, "graded", ""),
+    "deleted_cells": (lambda: _with(_delete_plain_too("setup", "ex2__tests", "header")), {"ex1": 2, "ex2": 3}, "graded", ""),
+    "edited_cells": (lambda: _with(_edited), {"ex1": 0, "ex2": 3}, "graded", ""),
+    "duplicated_cells": (lambda: _with(_duplicated), {"ex1": 2, "ex2": 3}, "graded", ""),
+    "changed_kernelspec": (lambda: _with(_kernelspec), {"ex1": 2, "ex2": 3}, "graded", ""),
+    "monkeypatch": (lambda: _with(_answer("ex1__answer", "import numpy\nfrom lmpolicy import checks\n"
+                                          "numpy.allclose = lambda *a, **k: True\nchecks.check_close = lambda *a, **k: None\n"
+                                          "def double(x):\n    return x")), {"ex1": 0, "ex2": 3}, "graded", ""),
+    "code_swap": (lambda: _with(_answer("ex2__answer", "from lmpolicy import checks\nimport numpy\n"
+                                        "checks.check_close.__code__ = (lambda *a, **k: None).__code__\n"
+                                        "def square(x):\n    return x")), {"ex1": 2, "ex2": 0}, "graded", ""),
+}
+TAMPERED = {"monkeypatch": "ex1", "code_swap": "ex2"}
