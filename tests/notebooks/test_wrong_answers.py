@@ -5,12 +5,13 @@ replacement cell and the exercise's test cells (they must fail with a friendly c
 reference answer cell again and the test cells (they must pass).
 """
 import copy
+import re
 
 import pytest
 
-from .notebook_tools import (CHECK_ERRORS, NOTEBOOK_NAMES, SOURCE_DIR, client, exercise_key, grade_id,
+from .notebook_tools import (CHECK_ERRORS, HIDDEN_TESTS, NOTEBOOK_NAMES, SOURCE_DIR, client, exercise_key, grade_id,
                              is_autograded_test, is_code_answer, kernel_env, read, run_cell)
-from lmpolicy_grader.wrong_answers import WRONG_ANSWERS
+from lmpolicy_grader.wrong_answers import WRONG_ANSWERS, Kind
 
 CORPUS_NOTEBOOKS = sorted({wrong.notebook for wrong in WRONG_ANSWERS} & set(NOTEBOOK_NAMES))
 
@@ -66,3 +67,84 @@ def test_hidden_tests_fail_each_wrong_answer_and_pass_the_reference(name, tmp_pa
             restored = [run_cell(runner, copy.deepcopy(c), i) for i, c in tests]
             assert not any(restored), f"{name}: the reference answer of {wrong.exercise} fails after {wrong.cell}"
     assert not problems, "\n".join(problems)
+
+
+# --- pitfalls: the visible check catches them at once, in a few lines -----------------------------
+
+MAX_MESSAGE_LINES = 8
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+PITFALLS = [w for w in WRONG_ANSWERS if w.kind == Kind.PITFALL]
+PITFALL_NOTEBOOKS = sorted({w.notebook for w in PITFALLS} & set(NOTEBOOK_NAMES))
+
+
+@pytest.mark.parametrize("wrong", WRONG_ANSWERS, ids=[f"{w.cell}:{i}" for i, w in enumerate(WRONG_ANSWERS)])
+def test_every_wrong_answer_is_tagged_pitfall_or_breadth(wrong):
+    assert wrong.kind in (Kind.PITFALL, Kind.BREADTH), f"{wrong.cell} ({wrong.why}) has no kind"
+    if wrong.kind == Kind.PITFALL:
+        assert wrong.names and wrong.names.strip(), f"{wrong.cell}: a pitfall names the phrase its message must hold"
+
+
+@pytest.mark.parametrize("name,key", AUTOGRADED, ids=[key for _, key in AUTOGRADED])
+def test_every_autograded_exercise_has_a_pitfall(name, key):
+    assert any(w.notebook == name and w.exercise == key for w in PITFALLS), \
+        f"no pitfall for {key} in lib/lmpolicy_grader/wrong_answers/nb{name[:2]}.py"
+
+
+def visible_only(cell):
+    """A test cell as the student has it: the hidden tests removed, as the release does."""
+    cell = copy.deepcopy(cell)
+    kept, hidden = [], False
+    for line in cell.source.splitlines():
+        if HIDDEN_TESTS.begin in line:
+            hidden = True
+        elif HIDDEN_TESTS.end in line:
+            hidden = False
+        elif not hidden:
+            kept.append(line)
+    cell.source = "\n".join(kept)
+    return cell
+
+
+def shown_error(cell) -> str:
+    """What the student reads under a failed cell: the error output's rendered traceback."""
+    errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+    assert errors, "the cell failed without an error output"
+    return ANSI_ESCAPE.sub("", "\n".join(errors[-1].get("traceback", [])))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PITFALL_NOTEBOOKS)
+def test_each_pitfall_fails_the_visible_check_in_a_few_lines(name, tmp_path):
+    nb = read(SOURCE_DIR / f"{name}.ipynb")
+    pristine = copy.deepcopy(nb.cells)
+    index_of = {grade_id(cell): i for i, cell in enumerate(nb.cells) if grade_id(cell)}
+    runner = client(nb)
+    problems = []
+    with runner.setup_kernel(env=kernel_env(grader=False, progress_file=tmp_path / "progress.json")):
+        for i, cell in enumerate(copy.deepcopy(pristine)):
+            if cell.cell_type == "code":
+                cell = visible_only(cell) if is_autograded_test(cell) else cell
+                assert run_cell(runner, cell, i) is None, f"{name}: the reference notebook fails at cell {i}"
+        for wrong in (w for w in PITFALLS if w.notebook == name):
+            tests = [(i, visible_only(c)) for i, c in enumerate(pristine)
+                     if is_autograded_test(c) and exercise_key(c) == wrong.exercise]
+            answer_index = index_of[wrong.cell]
+            replaced = copy.deepcopy(pristine[answer_index])
+            replaced.source = wrong.source
+            run_cell(runner, replaced, answer_index)
+            failed = [(c, e) for (i, c), e in ((t, run_cell(runner, t[1], t[0])) for t in tests) if e]
+            label = f"{wrong.cell} ({wrong.why})"
+            if not failed:
+                problems.append(f"{label}: the visible check of {wrong.exercise} passes")
+                continue
+            cell, error = failed[0]
+            shown = shown_error(cell)
+            lines = shown.strip().splitlines()
+            if error not in CHECK_ERRORS:
+                problems.append(f"{label}: the visible check failed with {error}, not a friendly check")
+            if len(lines) > MAX_MESSAGE_LINES:
+                problems.append(f"{label}: the message has {len(lines)} lines (at most {MAX_MESSAGE_LINES}):\n{shown}")
+            if wrong.names.lower() not in shown.lower():
+                problems.append(f"{label}: the message does not say {wrong.names!r}:\n{shown}")
+            assert run_cell(runner, copy.deepcopy(pristine[answer_index]), answer_index) is None
+    assert not problems, "\n\n".join(problems)

@@ -1,7 +1,12 @@
 """Typical wrong answers, one module per notebook (``nb01.py`` ... ``nb08.py``, each a list ``WRONG_ANSWERS``).
 
 For each ``WrongAnswer``, the notebook with ``source`` in place of the answer cell ``cell`` must fail
-the hidden tests of ``exercise`` (its visible checks may pass), while the reference solution passes.
+the hidden tests of ``exercise``, while the reference solution passes. Each is tagged by ``kind``:
+
+- ``PITFALL``: a mistake the exercise's text warns about or that students typically make; the
+  *visible* check must fail on it too, in at most a few lines, with a message containing ``names``
+  (a phrase, matched case-insensitively), so the student learns of it at once;
+- ``BREADTH``: a mistake only the hidden tests need to catch (other shapes, dtypes, edge cases).
 tests/notebooks/test_wrong_answers.py runs them; ``python -m lmpolicy_grader examples`` places them as example
 submissions.
 """
@@ -10,6 +15,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Kind(StrEnum):
+    PITFALL = "pitfall"
+    BREADTH = "breadth"
 
 
 @dataclass(frozen=True)
@@ -19,6 +30,8 @@ class WrongAnswer:
     exercise: str  # e.g. "ex11_1a": the exercise whose hidden tests must fail
     source: str    # the full replacement cell source
     why: str       # the mistake, in words
+    kind: Kind | None = None  # PITFALL or BREADTH; tests/notebooks/test_wrong_answers.py requires one
+    names: str | None = None  # PITFALL: a phrase the visible check's message must contain
 
 
 def _collect() -> list[WrongAnswer]:
