@@ -1,7 +1,7 @@
 """environment.yml (conda, Binder) and requirements.txt (pip) describe one environment."""
 import re
 
-from conftest import ROOT
+from .conftest import ROOT
 
 PIN = re.compile(r"^\s*(?:-\s+)?([A-Za-z0-9_.\-]+)==([^\s#]+)")
 
