@@ -106,6 +106,16 @@ EXERCISES: tuple[Exercise, ...] = tuple(
 )
 
 EXERCISES_BY_KEY: dict[str, Exercise] = {exercise.key: exercise for exercise in EXERCISES}
+GRADE_ID_SEPARATOR = "__"
+
+
+def exercise_key(grade_id: str) -> str:
+    """The exercise a cell belongs to, from its nbgrader grade id: ``ex11_1a__tests`` -> ``ex11_1a``.
+
+    The one statement of the naming rule (docs/architecture.md, "Notebooks"): every grade id is the
+    exercise key, two underscores, and a name. A grade id without the separator is its own key.
+    """
+    return grade_id.split(GRADE_ID_SEPARATOR, 1)[0]
 
 
 class ProgressFileCorrupt(UserWarning):
