@@ -24,7 +24,7 @@ from lmpolicy.exact.scenarios import SCENARIOS, get_scenario
 from lmpolicy.exact.temperature import temperature_curve, token_temperature
 from lmpolicy.exact.tilting import (check_beta, expected_reward, frontier, kl_objective, soft_values,
                               tilted_optimum, token_level_optimum)
-from lmpolicy.exact.toy import check_positive
+from lmpolicy.exact.numeric import check_positive
 
 # Slider grids in log10 units. beta: 10 steps per doubling, so 0.5 and 1 are exact grid points,
 # from 2 ** -4.4 = 0.047 to 2 ** 4.4 = 21. Temperature: 0.1 to 10 ** 0.5 = 3.16 in 60 steps

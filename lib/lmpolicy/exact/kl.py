@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lmpolicy.exact.toy import ROW_SUM_TOLERANCE, ToyLM, check_distribution, log_of
+from lmpolicy.exact.numeric import check_distribution, log_of
+from lmpolicy.exact.toy import ToyLM
 
 ESTIMATORS = ("k1", "k2", "k3")
 MAX_COMPOSITIONS = 2_000_000
@@ -29,7 +30,7 @@ def kl(p, q, axis: int = -1):
     (within 1e-6). Terms with ``p = 0`` count 0; a term with ``p > 0 = q`` makes the KL ``inf``.
     A ToyLM stands for its ``response_probs()``. Returns a float for 1-D inputs, else an array.
     """
-    p, q = (_probability_array(x, name) for x, name in ((p, "p"), (q, "q")))
+    p, q = (check_distribution(x, name, one_dimensional=False) for x, name in ((p, "p"), (q, "q")))
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * (log_of(p) - log_of(q)), 0.0)
     result = np.maximum(np.sum(terms, axis=axis), 0.0)  # KL >= 0; drop rounding noise below 0
@@ -235,20 +236,6 @@ def _compositions(total: int, parts: int) -> np.ndarray:
     result = np.column_stack([rows, remaining])
     result.setflags(write=False)
     return result
-
-
-def _probability_array(x, name: str) -> np.ndarray:
-    if isinstance(x, ToyLM):
-        return x.response_probs()
-    array = np.asarray(x, dtype=float)
-    if array.ndim == 0 or array.size == 0:
-        raise ValueError(f"{name} must be an array of probabilities, got {x!r}")
-    if not np.all(np.isfinite(array)) or np.any(array < 0):
-        raise ValueError(f"{name} must hold probabilities (finite numbers >= 0), got {array.tolist()}")
-    if np.any(np.abs(array.sum(axis=-1) - 1.0) > ROW_SUM_TOLERANCE):
-        raise ValueError(f"{name} must sum to 1 along its last axis (tolerance {ROW_SUM_TOLERANCE:g}); "
-                         f"its sums are {np.round(array.sum(axis=-1), 9).tolist()}")
-    return array
 
 
 def _estimator_inputs(p_theta, p_ref) -> tuple[np.ndarray, np.ndarray]:

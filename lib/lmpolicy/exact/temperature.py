@@ -16,19 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmpolicy.exact.kl import kl
-from lmpolicy.exact.toy import (ToyLM, Reference, check_distribution, check_positive,
-                          check_positive_grid, log_of)
+from lmpolicy.exact.numeric import check_distribution, check_positive, check_positive_grid, log_of, logsumexp
+from lmpolicy.exact.toy import Reference, ToyLM
 
 _TEMPERATURE_MEANING = "T -> 0 is greedy, T = 1 leaves the distribution unchanged"
-
-
-def logsumexp(x, axis: int = -1) -> np.ndarray:
-    """log(sum(exp(x))) along ``axis``, computed stably; all ``-inf`` gives ``-inf`` (no warning)."""
-    x = np.asarray(x, dtype=float)
-    shift = np.max(x, axis=axis, keepdims=True)
-    shift = np.where(np.isfinite(shift), shift, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.squeeze(shift, axis=axis) + np.log(np.sum(np.exp(x - shift), axis=axis))
 
 
 def log_softmax(logits, temperature: float = 1.0, axis: int = -1) -> np.ndarray:

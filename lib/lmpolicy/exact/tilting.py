@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from lmpolicy.exact.kl import kl
-from lmpolicy.exact.temperature import logsumexp
-from lmpolicy.exact.toy import (Reference, ToyLM, check_distribution, check_positive, check_positive_grid,
-                          distribution_and_values, log_of)
+from lmpolicy.exact.numeric import (check_distribution, check_positive, check_positive_grid,
+                                    distribution_and_values, log_of, logsumexp)
+from lmpolicy.exact.toy import Reference, ToyLM
 
 _BETA_MEANING = ("it is the KL coefficient: large beta stays near pi_ref, small beta chases reward; "
                  "beta = 0 has no tilted optimum")

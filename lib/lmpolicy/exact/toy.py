@@ -21,39 +21,12 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from collections.abc import Mapping, Sequence
 from typing import Union
 
 import numpy as np
 
-ROW_SUM_TOLERANCE = 1e-6
-
-
-def check_positive(value, name: str, meaning: str) -> float:
-    """Return ``value`` as a float, or raise ValueError unless it is finite and > 0.
-
-    ``name`` is the parameter as the student sees it (``"beta"``, ``"temperature"``) and ``meaning``
-    says in a few words why it must be positive; both go into the message.
-    """
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
-    if not math.isfinite(number) or number <= 0:
-        raise ValueError(f"{name} must be a finite number > 0 ({meaning}), got {value!r}")
-    return number
-
-
-def check_positive_grid(values, name: str, meaning: str) -> np.ndarray:
-    """A non-empty 1-D grid of finite numbers > 0 (e.g. betas or temperatures) as a float array.
-
-    ``name`` is the singular parameter name used in the messages (``"beta"``, ``"temperature"``).
-    """
-    grid = np.atleast_1d(np.asarray(values, dtype=object))
-    if grid.ndim != 1 or grid.size == 0:
-        raise ValueError(f"give a non-empty 1-D list of {name} values, got shape {grid.shape}")
-    return np.array([check_positive(value, name, meaning) for value in grid])
+from lmpolicy.exact.numeric import check_distribution, check_finite, log_of
 
 
 class ToyLM:
@@ -66,7 +39,7 @@ class ToyLM:
     tables : sequence of array-like
         ``tables[d]`` (for ``d = 0 .. depth - 1``) has shape ``(V,) * d + (V,)``: the next-token
         distribution after every prefix of ``d`` tokens. Entries must be >= 0 and every
-        distribution must sum to 1 within ``ROW_SUM_TOLERANCE`` (1e-6); otherwise ValueError names
+        distribution must sum to 1 within ``numeric.ROW_SUM_TOLERANCE`` (1e-6); otherwise ValueError names
         the table and the prefix that is wrong. The tables are stored as read-only float64 arrays.
 
     Attributes
@@ -190,66 +163,13 @@ class ToyLM:
             if array.shape != (len(self.responses),):
                 raise ValueError(f"{name} must have one number per response ({len(self.responses)} "
                                  f"numbers, in the order {_short(self.responses)}), got shape {array.shape}")
-        if not np.all(np.isfinite(array)):
-            bad = self.responses[int(np.flatnonzero(~np.isfinite(array))[0])]
-            raise ValueError(f"{name} must be finite numbers; the value for {bad!r} is not")
-        return array
+        return check_finite(array, name, self.responses)
 
     def __repr__(self) -> str:
         return f"ToyLM(tokens={self.tokens}, depth={self.depth})"
 
 
 Reference = Union[ToyLM, Sequence[float], np.ndarray]
-
-
-def log_of(probs) -> np.ndarray:
-    """Natural log of probabilities, with log 0 = -inf and no divide-by-zero warning."""
-    probs = np.asarray(probs, dtype=float)
-    with np.errstate(divide="ignore"):
-        return np.log(probs)
-
-
-def distribution_and_values(reference: Reference, values, name: str = "rewards"):
-    """``(probs, values)`` as two 1-D float arrays over the responses of ``reference``.
-
-    ``reference`` is a ToyLM (its ``response_probs()``; ``values`` may then be a mapping by
-    response name) or a 1-D probability vector (non-negative, summing to 1 within 1e-6; ``values``
-    then an array of the same length). This is how every sequence-level solver in ``lmpolicy``
-    reads its inputs.
-    """
-    if isinstance(reference, ToyLM):
-        return reference.response_probs(), reference.response_values(values, name)
-    probs = check_distribution(reference, "the reference distribution")
-    array = np.asarray(values, dtype=float)
-    if array.shape != probs.shape:
-        raise ValueError(f"{name} must have one number per response: shape {probs.shape}, "
-                         f"got {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must be finite numbers; entry {int(np.flatnonzero(~np.isfinite(array))[0])} is not")
-    return probs, array
-
-
-def check_distribution(probs, name: str = "probs") -> np.ndarray:
-    """Return a 1-D probability vector as float64, or raise ValueError saying what is wrong
-    (not 1-D, empty, not finite, negative, or not summing to 1 within 1e-6).
-
-    A ToyLM is accepted too and stands for its ``response_probs()``.
-    """
-    if isinstance(probs, ToyLM):
-        return probs.response_probs()
-    array = np.asarray(probs, dtype=float)
-    if array.ndim != 1 or array.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D array of probabilities, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must hold finite numbers, got {array.tolist()}")
-    if np.any(array < 0):
-        raise ValueError(f"{name} has a negative entry ({array.min():g} at index "
-                         f"{int(np.argmin(array))}); probabilities must be >= 0")
-    total = array.sum()
-    if abs(total - 1.0) > ROW_SUM_TOLERANCE:
-        raise ValueError(f"{name} sums to {total:.9g}, not 1 (tolerance {ROW_SUM_TOLERANCE:g}); "
-                         f"divide by the sum to normalise it")
-    return array
 
 
 # -- validation --------------------------------------------------------------------------------
@@ -293,35 +213,11 @@ def _check_tables(tokens: tuple[str, ...], tables) -> tuple[np.ndarray, ...]:
             raise ValueError(f"tables[{depth}] must have shape {expected} (a distribution over "
                              f"{vocab_size} tokens for each of the {vocab_size ** depth} prefix(es) of "
                              f"{depth} token(s)), got shape {array.shape}")
-        where = f"tables[{depth}]"
-        if not np.all(np.isfinite(array)):
-            index = _first_bad_prefix(~np.isfinite(array).all(axis=-1))
-            raise ValueError(f"{where}{_subscript(index)} ({_describe_prefix(tokens, index)}) holds "
-                             f"a non-finite number: {array[index].tolist()}")
-        if np.any(array < 0):
-            index = _first_bad_prefix((array < 0).any(axis=-1))
-            bad = int(np.argmin(array[index]))
-            raise ValueError(f"{where}{_subscript(index)} ({_describe_prefix(tokens, index)}) gives "
-                             f"token {tokens[bad]!r} the negative probability {array[index][bad]:g}; "
-                             f"probabilities must be >= 0")
-        totals = array.sum(axis=-1)
-        if np.any(np.abs(totals - 1.0) > ROW_SUM_TOLERANCE):
-            index = _first_bad_prefix(np.abs(totals - 1.0) > ROW_SUM_TOLERANCE)
-            raise ValueError(f"{where}{_subscript(index)} ({_describe_prefix(tokens, index)}) sums "
-                             f"to {totals[index]:.9g}, not 1 (tolerance {ROW_SUM_TOLERANCE:g}): "
-                             f"{array[index].tolist()}")
+        check_distribution(array, f"tables[{depth}]", one_dimensional=False, token_names=tokens,
+                           describe_row=lambda index: _describe_prefix(tokens, index))
         array.setflags(write=False)
         checked.append(array)
     return tuple(checked)
-
-
-def _first_bad_prefix(bad: np.ndarray) -> tuple[int, ...]:
-    """Index of the first True entry of a boolean array of shape (V,) * d (``()`` for d = 0)."""
-    return tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape))
-
-
-def _subscript(index: tuple[int, ...]) -> str:
-    return f"[{', '.join(map(str, index))}]" if index else ""
 
 
 def _short(names: tuple[str, ...]) -> str:

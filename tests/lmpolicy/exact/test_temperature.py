@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from lmpolicy.exact.temperature import (log_softmax, logsumexp, power_distribution, softmax, temperature_curve,
-                                  token_temperature)
+from lmpolicy.exact.numeric import logsumexp
+from lmpolicy.exact.temperature import (log_softmax, power_distribution, softmax, temperature_curve,
+                                        token_temperature)
 from lmpolicy.exact.toy import ToyLM
 
 WORKED = ToyLM(("a", "b"), [[0.7, 0.3], [[0.6, 0.4], [0.5, 0.5]]])

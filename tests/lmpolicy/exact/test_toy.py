@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 
-from lmpolicy.exact.toy import ToyLM, check_distribution, check_positive, distribution_and_values
+from lmpolicy.exact.toy import ToyLM
 
 WORKED_TABLES = [[0.7, 0.3], [[0.6, 0.4], [0.5, 0.5]]]
 
@@ -134,25 +134,3 @@ def test_bad_prefixes_and_responses():
         toy.response_index("a")
     with pytest.raises(ValueError, match="no next token"):
         toy.next_token_probs("ab")
-
-
-@pytest.mark.parametrize("value", [0, -1, float("nan"), float("inf"), "x", None])
-def test_check_positive_rejects(value):
-    with pytest.raises(ValueError, match="beta"):
-        check_positive(value, "beta", "why")
-
-
-def test_check_distribution_messages():
-    with pytest.raises(ValueError, match="negative"):
-        check_distribution([1.2, -0.2])
-    with pytest.raises(ValueError, match="sums to 0.9"):
-        check_distribution([0.5, 0.4])
-    with pytest.raises(ValueError, match="1-D"):
-        check_distribution([[0.5, 0.5]])
-
-
-def test_distribution_and_values_accepts_arrays():
-    probs, values = distribution_and_values([0.25, 0.75], [1.0, 2.0])
-    np.testing.assert_array_equal(probs, [0.25, 0.75])
-    with pytest.raises(ValueError, match="one number per response"):
-        distribution_and_values([0.25, 0.75], [1.0])
