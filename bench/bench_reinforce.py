@@ -26,13 +26,13 @@ import os
 import statistics
 
 from bench_exact import cpu_model  # bench/ is on sys.path when run as a script
-from lmpolicy.tinylm import reinforce, sft
+from lmpolicy.tinylm import reinforce, runs, sft
 from lmpolicy.tinylm.model import load_pretrained
 
 GOAL_SECONDS = 60.0
 
 
-def describe(h: reinforce.History) -> str:
+def describe(h: runs.History) -> str:
     if h.seconds_to_target is None:
         return (f"{h.label:34} not reached in {h.seconds[-1]:.0f} s wall, {h.cpu_seconds[-1]:.0f} s CPU, "
                 f"{h.updates[-1]} updates, {h.answers_sampled:,} answers; end: greedy {h.greedy[-1]:.3f}, "
@@ -55,25 +55,25 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} before")
     start = load_pretrained()
     print(f"REINFORCE recipe: {reinforce.Recipe()}")
-    runs, reinforce_runs, ratios = [], [], []  # ratios: (seed, wall, CPU) where both runs reached the target
+    histories, reinforce_runs, ratios = [], [], []  # ratios: (seed, wall, CPU) where both runs reached the target
     for seed in range(args.seed, args.seed + args.seeds):
         budget = dict(time_budget_seconds=args.budget, threads=args.threads, seed=seed)
         recipe = dataclasses.replace(reinforce.Recipe(), **budget)
         rl = reinforce.train(recipe, start, label=f"REINFORCE (beta {recipe.beta}), seed {seed}", progress=False).history
         supervised = sft.train(dataclasses.replace(sft.SFTRecipe(), **budget), start,
                                label=f"SFT on true answers, seed {seed}", progress=False).history
-        runs += [rl, supervised]
+        histories += [rl, supervised]
         reinforce_runs.append(rl)
         if rl.seconds_to_target is not None and supervised.seconds_to_target is not None:
             ratios.append((seed, rl.seconds_to_target / supervised.seconds_to_target,
                            rl.cpu_seconds_to_target / supervised.cpu_seconds_to_target))
         if args.plain:
-            runs.append(reinforce.train(dataclasses.replace(reinforce.PLAIN_RECIPE, **budget), start,
+            histories.append(reinforce.train(dataclasses.replace(reinforce.PLAIN_RECIPE, **budget), start,
                                         label=f"REINFORCE, plain recipe, seed {seed}", progress=False).history)
 
     print(f"\n{'run':34} {'wall s':>8} {'CPU s':>8} {'updates':>8} {'answers':>10} {'greedy':>7} {'sampled':>8} "
           f"{'KL':>6}   (at the first measurement on target)")
-    for h in runs:
+    for h in histories:
         print(describe(h))
     times = sorted(h.seconds_to_target for h in reinforce_runs if h.seconds_to_target is not None)
     print(f"\nREINFORCE reached the target in {len(times)} of {len(reinforce_runs)} runs; goal {GOAL_SECONDS:.0f} s wall")
@@ -84,7 +84,7 @@ def main() -> None:
         print(f"REINFORCE / SFT on true answers, seed {seed}: {wall:.2f} (wall), {cpu:.2f} (CPU)")
     if ratios:
         print(f"median ratio REINFORCE / SFT: {statistics.median(wall for _, wall, _ in ratios):.2f} (wall)")
-    print(f"measuring took {sum(h.eval_seconds for h in runs):.0f} s in all (not counted); "
+    print(f"measuring took {sum(h.eval_seconds for h in histories):.0f} s in all (not counted); "
           f"load average {os.getloadavg()[0]:.1f} after")
 
 

@@ -12,10 +12,9 @@ reproduces the shipped checkpoint bit for bit on the same machine type (the reci
 """
 from __future__ import annotations
 
-import argparse
 import math
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 import torch
@@ -25,7 +24,7 @@ from lmpolicy.tinylm.generate import response_mask
 from lmpolicy.tinylm.logprobs import response_logprobs, sequence_logprob
 from lmpolicy.tinylm.model import CHECKPOINT_PATH, TinyLM, TinyLMConfig, save_checkpoint
 from lmpolicy.tinylm.problems import training_examples, validation_problems
-from lmpolicy.tinylm.rewards import greedy_answer_counts
+from lmpolicy.tinylm.evaluate import greedy_answer_counts
 from lmpolicy.tinylm.tokenizer import PROMPT_LEN, encode_prompts, encode_responses
 
 
@@ -120,15 +119,10 @@ def train(
     return TrainResult(model, step + 1, val_acc, losses, time.perf_counter() - start)
 
 
-def parse_settings(argv: list[str] | None = None) -> Settings:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for f in fields(Settings):
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
-    return Settings(**vars(parser.parse_args(argv)))
-
-
 def main(argv: list[str] | None = None) -> None:
-    s = parse_settings(argv)
+    import tyro  # only the command line needs it
+
+    s = tyro.cli(Settings, args=argv, description=__doc__.splitlines()[0])
     result = train(s)
     save_checkpoint(result.model, s.out, settings=asdict(s), steps=result.steps,
                     validation_accuracy=result.validation_accuracy)

@@ -7,8 +7,7 @@ One update, CleanRL style (every setting is a field of :class:`Recipe`):
    temperature 1 with the KV-cache generator (each prompt runs through the model once);
 2. score them with the verifier (1 if the sum is right, else 0);
 3. drop the prompts whose answers all earned the same reward (every advantage would be 0 up to KL
-   noise), and run the model on each *distinct* kept answer once (the K answers to a prompt repeat
-   each other: every right answer is the same string);
+   noise), and compute the log-probs of the kept answers under the policy and the reference;
 4. fold a per-token k1 KL penalty into each answer's reward, ``r - beta * sum_t (log pi - log pi_ref)``,
    computed without gradient (:func:`kl_penalized_rewards`), and subtract the leave-one-out baseline,
    the mean penalised reward of the *other* answers to the same prompt (:func:`leave_one_out_baseline`);
@@ -20,39 +19,46 @@ One update, CleanRL style (every setting is a field of :class:`Recipe`):
    direction the advantage pushes. That gives exactly the gradient of PPO's clipped objective
    (bandit view, one ratio per answer), through the same loss function.
 
+Two speed-ups change how much is computed, never the gradient:
+
+* **distinct answers once** (:class:`DistinctAnswers`): the K answers to a prompt repeat each other a
+  lot (every right answer is the same string), so the model runs once per distinct answer and the
+  advantages of the copies are summed;
+* **a shared prompt pass** (:func:`shared_prompt_logprobs`): the answers to one prompt attend to one
+  computation of the prompt's keys and values, gradients included.
+
+``method="rft"`` is rejection-sampling fine-tuning instead: steps 3-4 keep the correct answers, each
+with weight 1 (SFT on the model's own right answers), and step 5 is the same.
+
 Steps 3-5 call three small functions that notebook 08 asks students to write; :func:`train` takes the
 students' versions as arguments and defaults to the library's reference versions below (the
 benchmark uses those). Whatever a student's piece returns is checked before it is used: a loss that
 is NaN, has the wrong shape or carries no gradient stops the run at once with a :class:`PieceError`
 saying which.
 
-Every ``eval_every_seconds`` of training the policy is measured on the 1,000 held-out problems
-(:class:`HeldoutProbe`): greedy accuracy, the expected accuracy of sampling at T = 1 (the mean
-probability of the correct answer, exact, no sampling noise) and the KL from the reference. The
-time spent measuring is *not* counted in the training time or in the budget; the
-:class:`History` records both clocks.
+The run itself (budget, held-out measurements, history) is :mod:`lmpolicy.tinylm.runs`.
+``python -m lmpolicy.tinylm.reinforce --lr 1e-3 --no-prioritize-prompts ...`` takes any Recipe field as a flag.
 """
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from lmpolicy.tinylm.generate import generate, response_mask
 from lmpolicy.tinylm.logprobs import response_logprobs, sequence_logprob
-from lmpolicy.tinylm.model import TinyLM, forward_sharing_prompts, load_pretrained
-from lmpolicy.tinylm.problems import heldout_problems, training_problems
-from lmpolicy.tinylm.rewards import correct_answer_probability, verifier_reward
+from lmpolicy.tinylm.model import TinyLM, forward_sharing_prompts
+from lmpolicy.tinylm.problems import training_problems
+from lmpolicy.tinylm.rewards import verifier_reward
+from lmpolicy.tinylm.runs import (Budget, History, RunResult, run_with_budget, start_run, train_from_command_line,
+                               warm_up_learning_rate)
 from lmpolicy.tinylm.tokenizer import PROMPT_LEN, encode_prompts
 
 
 @dataclass
-class Recipe:
+class Recipe(Budget):
     """The whole REINFORCE recipe. The defaults are the fast one the benchmark measures."""
 
     seed: int = 0
@@ -68,17 +74,11 @@ class Recipe:
     clip: float = 0.2  # the ratio clip of the reused steps
     max_grad_norm: float = 1.0
     temperature: float = 1.0  # sampling temperature of the training answers
-    time_budget_seconds: float = 60.0  # training time (sampling + updates); evaluation not counted
-    max_updates: int = 100_000
-    stop_at_target: bool = True  # stop as soon as both held-out targets are reached
-    target_greedy: float = 0.95
-    target_sampled: float = 0.90
-    eval_every_seconds: float = 2.0  # of training time
-    heldout_measured: int = 1_000  # how many of the held-out problems each measurement uses (all by default)
     threads: int = 2  # torch threads
     method: str = "reinforce"  # or "rft": rejection-sampling fine-tuning (SFT on the correct answers)
 
     def __post_init__(self):
+        super().__post_init__()
         if self.method not in ("reinforce", "rft"):
             raise ValueError(f"method must be 'reinforce' or 'rft', got {self.method!r}")
         if self.samples_per_prompt < 2 and self.method == "reinforce":
@@ -86,12 +86,12 @@ class Recipe:
         for name in ("prompts_per_update", "epochs_per_batch", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.beta < 0 or self.lr <= 0 or self.time_budget_seconds <= 0:
-            raise ValueError("beta must be >= 0, lr and time_budget_seconds > 0")
+        if self.beta < 0 or self.lr <= 0:
+            raise ValueError("beta must be >= 0 and lr > 0")
 
 
-# The plain recipe of the issue, for comparison: 32 prompts x 8 answers, Adam 3e-4, one step per batch,
-# prompts drawn uniformly.
+# The plain recipe, for comparison: 32 prompts x 8 answers, Adam 3e-4, one step per batch, prompts drawn
+# uniformly.
 PLAIN_RECIPE = Recipe(prompts_per_update=32, samples_per_prompt=8, lr=3e-4, warmup_updates=0, beta=0.05,
                       normalize_advantages=False, skip_uniform_prompts=False, prioritize_prompts=False,
                       epochs_per_batch=1, max_grad_norm=math.inf)
@@ -159,70 +159,7 @@ def check_piece(value, expected_shape: tuple, what: str, *, needs_grad: bool = F
 
 
 # ---------------------------------------------------------------------------------------------------
-# Measuring the policy on the held-out problems
-# ---------------------------------------------------------------------------------------------------
-
-def exact_token_kl(logits: torch.Tensor, ref_logits: torch.Tensor) -> torch.Tensor:
-    """KL(pi(.|s) || pi_ref(.|s)) over the whole vocabulary, per position: (..., V) -> (...)."""
-    logp, ref_logp = F.log_softmax(logits.double(), -1), F.log_softmax(ref_logits.double(), -1)
-    return (logp.exp() * (logp - ref_logp)).sum(-1)
-
-
-@dataclass
-class History:
-    """What a run measured; one entry per evaluation (the first one before any update)."""
-
-    label: str = ""
-    updates: list = field(default_factory=list)
-    seconds: list = field(default_factory=list)  # training time (wall clock), evaluation excluded
-    cpu_seconds: list = field(default_factory=list)  # CPU time of training (all threads), evaluation excluded
-    greedy: list = field(default_factory=list)  # greedy accuracy on the held-out problems
-    sampled: list = field(default_factory=list)  # expected accuracy of sampling at T = 1 (exact)
-    kl: list = field(default_factory=list)  # KL(pi || pi_ref) per answer, nats
-    answers_sampled: int = 0
-    eval_seconds: float = 0.0  # time spent measuring (not in ``seconds``)
-    seconds_to_target: float | None = None  # training time when both targets were first reached
-    cpu_seconds_to_target: float | None = None
-    updates_to_target: int | None = None
-    train_reward: list = field(default_factory=list)  # mean verifier reward of each update's samples
-
-    def final(self) -> dict:
-        return {"updates": self.updates[-1], "seconds": self.seconds[-1], "greedy": self.greedy[-1],
-                "sampled": self.sampled[-1], "kl": self.kl[-1]}
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-class HeldoutProbe:
-    """Greedy accuracy, expected T = 1 accuracy and KL from the reference, on the held-out problems.
-
-    The KL is the exact per-token KL over the vocabulary, summed over the tokens of one answer
-    sampled from the policy per problem (seeded; the same seed at every measurement).
-    """
-
-    def __init__(self, reference: TinyLM, problems=None, seed: int = 1234):
-        self.reference = reference
-        self.problems = heldout_problems() if problems is None else list(problems)
-        self.prompts = encode_prompts(self.problems)
-        self.seed = seed
-
-    @torch.no_grad()
-    def measure(self, model: TinyLM) -> dict:
-        was_training = model.training
-        model.eval()
-        greedy = generate(model, self.prompts, temperature=0).response_ids
-        greedy_accuracy = verifier_reward(self.prompts, greedy).mean().item()
-        sampled = correct_answer_probability(model, self.problems).mean().item()
-        gen = generate(model, self.prompts, temperature=1.0, generator=torch.Generator().manual_seed(self.seed))
-        token_kl = exact_token_kl(model(gen.ids), self.reference(gen.ids))[:, PROMPT_LEN - 1:-1]
-        kl = sequence_logprob(token_kl, gen.response_mask).mean().item()
-        model.train(was_training)
-        return {"greedy": greedy_accuracy, "sampled": sampled, "kl": kl}
-
-
-# ---------------------------------------------------------------------------------------------------
-# The training loop
+# Choosing the prompts
 # ---------------------------------------------------------------------------------------------------
 
 class PromptPicker:
@@ -257,79 +194,89 @@ class PromptPicker:
         self.tries[chosen] = self.tries[chosen] / 2 + rewards.shape[1]
 
 
-@dataclass
-class RunResult:
-    model: TinyLM
-    history: History
-    recipe: Recipe
+# ---------------------------------------------------------------------------------------------------
+# The two speed-ups: distinct answers once, a shared prompt pass
+# ---------------------------------------------------------------------------------------------------
+
+def shared_prompt_logprobs(model: TinyLM, ids: torch.Tensor) -> torch.Tensor:
+    """Per-token log-probs (B, RESPONSE_LEN) of the answers in ``ids``, each distinct prompt computed once."""
+    return response_logprobs(forward_sharing_prompts(model, ids), ids, PROMPT_LEN)
 
 
-def frozen_copy(model: TinyLM) -> TinyLM:
-    """A copy of ``model`` in eval mode with no gradients: the reference policy pi_ref."""
-    reference = TinyLM(model.config)
-    reference.load_state_dict(model.state_dict())
-    return reference.eval().requires_grad_(False)
+class DistinctAnswers:
+    """The distinct rows of a batch of prompt + answer ``ids`` (N, L), and which distinct row each answer repeats.
 
-
-def start_run(recipe, model: TinyLM | None):
-    """Threads and seeds from ``recipe``; a trainable copy of ``model`` (default: the shipped checkpoint),
-    a frozen copy as the reference, Adam at ``recipe.lr``, and a seeded generator for the run's randomness."""
-    torch.set_num_threads(recipe.threads)
-    torch.manual_seed(recipe.seed)
-    start_model = load_pretrained() if model is None else model
-    trainable = frozen_copy(start_model).requires_grad_(True)
-    optimizer = torch.optim.Adam(trainable.parameters(), lr=recipe.lr)
-    return trainable, frozen_copy(start_model), optimizer, torch.Generator().manual_seed(recipe.seed)
-
-
-def run_with_budget(recipe, model: TinyLM, reference: TinyLM, one_update: Callable[[int], None],
-                    history: History, progress: bool = True) -> History:
-    """Call ``one_update(update_index)`` until the recipe's time budget (or max_updates, or the target) is reached.
-
-    ``recipe`` needs ``time_budget_seconds``, ``max_updates``, ``eval_every_seconds``, ``stop_at_target``,
-    ``target_greedy``, ``target_sampled`` and ``heldout_measured``. The measurements on the held-out problems
-    (KL from ``reference``) go into ``history``; their time is kept out of the training clock.
+    The model runs on ``ids`` (U, L) only. :meth:`fold` turns per-answer advantages (N,) into per-row
+    weights (U,) whose loss has the same gradient as the loss over all N answers.
     """
-    r = recipe
-    probe = HeldoutProbe(reference, heldout_problems()[:r.heldout_measured])
 
-    def evaluate(update: int, seconds: float, cpu_seconds: float) -> None:
-        start = time.perf_counter()
-        m = probe.measure(model)
-        history.updates.append(update)
-        history.seconds.append(seconds)
-        history.cpu_seconds.append(cpu_seconds)
-        for key in ("greedy", "sampled", "kl"):
-            getattr(history, key).append(m[key])
-        if history.seconds_to_target is None and m["greedy"] >= r.target_greedy and m["sampled"] >= r.target_sampled:
-            history.seconds_to_target, history.updates_to_target = seconds, update
-            history.cpu_seconds_to_target = cpu_seconds
-        history.eval_seconds += time.perf_counter() - start
+    def __init__(self, answers: torch.Tensor):
+        self.ids, self.same = torch.unique(answers, dim=0, return_inverse=True)
+        self.mask = response_mask(self.ids[:, PROMPT_LEN:])
 
-    evaluate(0, 0.0, 0.0)
-    bar = tqdm(total=round(r.time_budget_seconds), desc=history.label, disable=not progress,
-               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total} s of training {postfix}")
-    train_seconds, cpu_seconds, next_eval, update = 0.0, 0.0, r.eval_every_seconds, 0
-    while train_seconds < r.time_budget_seconds and update < r.max_updates:
-        start, cpu_start = time.perf_counter(), time.process_time()
-        one_update(update)
-        update += 1
-        train_seconds += time.perf_counter() - start
-        cpu_seconds += time.process_time() - cpu_start
-        bar.update(min(train_seconds, r.time_budget_seconds) - bar.n)
-        if train_seconds >= next_eval:
-            evaluate(update, train_seconds, cpu_seconds)
-            next_eval = train_seconds + r.eval_every_seconds
-            bar.set_postfix_str(f"greedy {history.greedy[-1]:.3f}  sampled {history.sampled[-1]:.3f}  "
-                                f"KL {history.kl[-1]:.3f}")
-            if r.stop_at_target and history.seconds_to_target is not None:
-                break
-    bar.close()
-    if history.updates[-1] != update:
-        evaluate(update, train_seconds, cpu_seconds)
-    model.eval()
-    return history
+    def __len__(self) -> int:
+        return len(self.ids)
 
+    def fold(self, advantages: torch.Tensor) -> torch.Tensor:
+        # Summing the advantages of repeated answers, scaled by distinct / all, makes the mean over the distinct
+        # rows equal the mean over all answers: the same gradient as running every answer through the model.
+        return torch.zeros(len(self.ids)).index_add_(0, self.same, advantages) * (len(self.ids) / len(self.same))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Steps 3-5 of an update
+# ---------------------------------------------------------------------------------------------------
+
+def answers_to_learn_from(rewards: torch.Tensor, r: Recipe) -> torch.Tensor:
+    """Step 3: a boolean mask over the P * K answers. RFT keeps the right ones; REINFORCE drops the prompts
+    whose K answers all got the same reward (if ``skip_uniform_prompts``), whose advantages would all be 0."""
+    P, K = r.prompts_per_update, r.samples_per_prompt
+    if r.method == "rft":
+        return rewards > 0
+    if r.skip_uniform_prompts:
+        by_prompt = rewards.view(P, K)
+        return (by_prompt != by_prompt[:, :1]).any(dim=1).repeat_interleave(K)
+    return torch.ones(P * K, dtype=torch.bool)
+
+
+def reinforce_advantages(rewards, token_logp, ref_logp, mask, r: Recipe, *, kl_penalized_rewards: Callable,
+                         leave_one_out_baseline: Callable) -> torch.Tensor:
+    """Step 4, per answer (the K answers to each kept prompt in a row): KL-penalised reward minus the
+    leave-one-out baseline, divided by the standard deviation if ``normalize_advantages``. No gradient."""
+    n, K = len(rewards), r.samples_per_prompt
+    shaped = check_piece(kl_penalized_rewards(rewards, token_logp, ref_logp, mask, r.beta), (n,),
+                         "kl_penalized_rewards(...)")
+    baseline = check_piece(leave_one_out_baseline(shaped.detach().view(-1, K)), (n // K, K),
+                           "leave_one_out_baseline(...)")
+    advantages = (shaped - baseline.reshape(-1)).detach()
+    if r.normalize_advantages and len(advantages) > 1:
+        advantages = advantages / (advantages.std() + 1e-6)
+    return advantages
+
+
+def clipped_policy_steps(model: TinyLM, optimizer: torch.optim.Optimizer, batch: DistinctAnswers,
+                         token_logp: torch.Tensor, weights: torch.Tensor, r: Recipe, policy_gradient_loss: Callable):
+    """Step 5: ``epochs_per_batch`` steps on the batch; from the second on, PPO's clipped importance weights."""
+    old_seq_logp = sequence_logprob(token_logp.detach(), batch.mask)
+    for epoch in range(r.epochs_per_batch):
+        step_weights = weights
+        if epoch > 0:  # off-policy now: importance ratio, clipped the PPO way
+            token_logp = shared_prompt_logprobs(model, batch.ids)
+            ratio = (sequence_logprob(token_logp.detach(), batch.mask) - old_seq_logp).exp()
+            step_weights = clipped_advantages(weights, ratio, r.clip)
+        loss = check_piece(policy_gradient_loss(token_logp, batch.mask, step_weights), (),
+                           "policy_gradient_loss(...)", needs_grad=True)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), r.max_grad_norm)
+        if not torch.isfinite(grad_norm):
+            raise PieceError("the gradient of policy_gradient_loss(...) is NaN or infinite")
+        optimizer.step()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The training loop
+# ---------------------------------------------------------------------------------------------------
 
 def train(
     recipe: Recipe | None = None,
@@ -345,7 +292,7 @@ def train(
 
     The reference policy pi_ref is a frozen copy of the starting model. The three pieces default to the
     reference versions of this module; notebook 08 passes the student's. Returns the trained model and
-    its :class:`History`.
+    its :class:`~lmpolicy.tinylm.runs.History`.
     """
     r = recipe or Recipe()
     model, reference, optimizer, sampler = start_run(r, model)
@@ -355,79 +302,44 @@ def train(
     history = History(label=label)
 
     def one_update(update: int) -> None:
-        for group in optimizer.param_groups:
-            group["lr"] = r.lr * min(1.0, (update + 1) / max(1, r.warmup_updates))
-        chosen = picker.pick(P)  # P different problems
+        warm_up_learning_rate(optimizer, r.lr, r.warmup_updates, update)
+        # 1. P different problems, K answers to each
+        chosen = picker.pick(P)
         gen = generate(model, train_prompts[chosen], temperature=r.temperature, generator=sampler,
                        samples_per_prompt=K)
-        prompts = gen.ids[:, :PROMPT_LEN]
-        rewards = verifier_reward(prompts, gen.response_ids)
+        # 2. the verifier's rewards
+        rewards = verifier_reward(gen.ids[:, :PROMPT_LEN], gen.response_ids)
         picker.record(chosen, rewards.view(P, K))
         history.answers_sampled += len(rewards)
         history.train_reward.append(rewards.mean().item())
-        if r.method == "rft":  # SFT on the correct answers: each kept answer weighs 1 / (number kept)
-            keep = rewards > 0
-        elif r.skip_uniform_prompts:
-            by_prompt = rewards.view(P, K)
-            keep = (by_prompt != by_prompt[:, :1]).any(dim=1).repeat_interleave(K)
-        else:
-            keep = torch.ones(P * K, dtype=torch.bool)
+        # 3. the answers worth a pass, each distinct one through the model once
+        keep = answers_to_learn_from(rewards, r)
         if not keep.any():
             return
-        # The K answers to one prompt repeat each other a lot (all the right ones are the same string), so
-        # the model runs once per *distinct* answer; ``same[i]`` is the distinct row answer i repeats.
-        ids, same = torch.unique(gen.ids[keep], dim=0, return_inverse=True)
-        mask = response_mask(ids[:, PROMPT_LEN:])
+        batch = DistinctAnswers(gen.ids[keep])
         model.train()
-        token_logp = response_logprobs(forward_sharing_prompts(model, ids), ids, PROMPT_LEN)
+        token_logp = shared_prompt_logprobs(model, batch.ids)
+        # 4. the advantages (RFT: weight 1 on every kept answer)
         if r.method == "rft":
-            advantages = torch.ones(len(same))
+            advantages = torch.ones(len(batch.same))
         else:
             with torch.no_grad():
-                ref_logp = response_logprobs(forward_sharing_prompts(reference, ids), ids, PROMPT_LEN)
-            shaped = check_piece(kl_penalized_rewards(rewards[keep], token_logp[same], ref_logp[same], mask[same],
-                                                      r.beta), (len(same),), "kl_penalized_rewards(...)")
-            baseline = check_piece(leave_one_out_baseline(shaped.detach().view(-1, K)), (len(same) // K, K),
-                                   "leave_one_out_baseline(...)")
-            advantages = (shaped - baseline.reshape(-1)).detach()
-            if r.normalize_advantages and len(advantages) > 1:
-                advantages = advantages / (advantages.std() + 1e-6)
-        # Summing the advantages of repeated answers, scaled by distinct / all, makes the mean over the distinct
-        # rows equal the mean over all answers: the same gradient as running every answer through the model.
-        advantages = torch.zeros(len(ids)).index_add_(0, same, advantages) * (len(ids) / len(same))
-        old_seq_logp = sequence_logprob(token_logp.detach(), mask)
-        for epoch in range(r.epochs_per_batch):
-            weights = advantages
-            if epoch > 0:  # off-policy now: importance ratio, clipped the PPO way
-                token_logp = response_logprobs(forward_sharing_prompts(model, ids), ids, PROMPT_LEN)
-                ratio = (sequence_logprob(token_logp.detach(), mask) - old_seq_logp).exp()
-                weights = clipped_advantages(advantages, ratio, r.clip)
-            loss = check_piece(policy_gradient_loss(token_logp, mask, weights), (), "policy_gradient_loss(...)",
-                               needs_grad=True)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), r.max_grad_norm)
-            if not torch.isfinite(grad_norm):
-                raise PieceError("the gradient of policy_gradient_loss(...) is NaN or infinite")
-            optimizer.step()
+                ref_logp = shared_prompt_logprobs(reference, batch.ids)
+            s = batch.same
+            advantages = reinforce_advantages(rewards[keep], token_logp[s], ref_logp[s], batch.mask[s], r,
+                                              kl_penalized_rewards=kl_penalized_rewards,
+                                              leave_one_out_baseline=leave_one_out_baseline)
+        # 5. the clipped policy-gradient steps
+        clipped_policy_steps(model, optimizer, batch, token_logp, batch.fold(advantages), r, policy_gradient_loss)
 
     run_with_budget(r, model, reference, one_update, history, progress)
     return RunResult(model=model, history=history, recipe=r)
 
 
-def recipe_from_args(argv: list[str] | None = None) -> Recipe:
+def main(argv: list[str] | None = None) -> RunResult:
     """``python -m lmpolicy.tinylm.reinforce --lr 1e-3 --beta 0 ...``: any Recipe field as a flag."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description="REINFORCE on TinyLM from the shipped checkpoint")
-    for f in fields(Recipe):
-        kind = (lambda s: s.lower() in ("1", "true", "yes")) if isinstance(f.default, bool) else type(f.default)
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=f.default)
-    return Recipe(**vars(parser.parse_args(argv)))
+    return train_from_command_line(Recipe, train, "REINFORCE on TinyLM from the shipped checkpoint", argv)
 
 
 if __name__ == "__main__":
-    result = train(recipe_from_args())
-    h = result.history
-    print(h.final(), "seconds to target:", h.seconds_to_target, "answers sampled:", h.answers_sampled,
-          f"eval seconds {h.eval_seconds:.1f}")
+    main()

@@ -2,9 +2,10 @@
 
 Starting from a trained TinyLM (default: the shipped checkpoint), keep training on worked examples
 ``<bos>37+48=`` -> ``85<eos>`` drawn afresh from the training problems (a different draw from the one
-the checkpoint was trained on), with :func:`lmpolicy.tinylm.pretraining.supervised_loss`, under the same time budget
-and held-out measurements as :func:`lmpolicy.tinylm.reinforce.train`. This is "SFT on the true answers": it is
-told the answer to every problem, where REINFORCE only learns whether its own answer was right.
+the checkpoint was trained on), with :func:`lmpolicy.tinylm.pretraining.supervised_loss`, under the same
+budget and held-out measurements as :func:`lmpolicy.tinylm.reinforce.train` (:mod:`lmpolicy.tinylm.runs`).
+This is "SFT on the true answers": it is told the answer to every problem, where REINFORCE only learns
+whether its own answer was right. ``python -m lmpolicy.tinylm.sft --batch-size 128 ...`` runs it.
 """
 from __future__ import annotations
 
@@ -13,24 +14,18 @@ from dataclasses import dataclass
 import torch
 
 from lmpolicy.tinylm.model import TinyLM
-from lmpolicy.tinylm.reinforce import History, RunResult, run_with_budget, start_run
 from lmpolicy.tinylm.pretraining import make_dataset, supervised_step
+from lmpolicy.tinylm.runs import (Budget, History, RunResult, run_with_budget, start_run, train_from_command_line,
+                               warm_up_learning_rate)
 
 
 @dataclass
-class SFTRecipe:
+class SFTRecipe(Budget):
     seed: int = 1  # the shipped checkpoint's examples were drawn with seed 0: these are new ones
     n_examples: int = 100_000
     batch_size: int = 256
     lr: float = 1e-3  # Adam; linear warm-up, then constant
     warmup_updates: int = 20  # Adam's first steps move every weight by about lr, whatever its gradient
-    time_budget_seconds: float = 60.0  # training time; evaluation not counted
-    max_updates: int = 100_000
-    stop_at_target: bool = True
-    target_greedy: float = 0.95
-    target_sampled: float = 0.90
-    eval_every_seconds: float = 2.0
-    heldout_measured: int = 1_000
     threads: int = 1
 
 
@@ -46,11 +41,19 @@ def train(recipe: SFTRecipe | None = None, model: TinyLM | None = None, *, label
     history = History(label=label)
 
     def one_update(update: int) -> None:
-        for group in optimizer.param_groups:
-            group["lr"] = r.lr * min(1.0, (update + 1) / r.warmup_updates)
+        warm_up_learning_rate(optimizer, r.lr, r.warmup_updates, update)
         batch = torch.randint(len(ids), (r.batch_size,), generator=batches)
         supervised_step(model, optimizer, ids[batch], mask[batch])
         history.answers_sampled += r.batch_size  # worked examples seen
 
     run_with_budget(r, model, reference, one_update, history, progress)
     return RunResult(model=model, history=history, recipe=r)
+
+
+def main(argv: list[str] | None = None) -> RunResult:
+    """``python -m lmpolicy.tinylm.sft --lr 3e-4 ...``: any SFTRecipe field as a flag."""
+    return train_from_command_line(SFTRecipe, train, "SFT of TinyLM on fresh worked examples", argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -11,9 +11,8 @@ import sys
 
 import pytest
 
-from lmpolicy.tinylm.evaluate import format_evaluation
+from lmpolicy.tinylm.evaluate import evaluate_model, format_evaluation
 from lmpolicy.tinylm.model import CHECKPOINT_PATH, load_pretrained
-from lmpolicy.tinylm.rewards import evaluate_model
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
-"""lmpolicy.tinylm.reinforce (and lmpolicy.tinylm.sft): the reference pieces against their definitions, the clipped reuse
-against PPO's objective, the guard against bad student pieces, the held-out probe, and short real runs."""
+"""lmpolicy.tinylm.reinforce (and lmpolicy.tinylm.sft, lmpolicy.tinylm.runs): the reference pieces against their
+definitions, the clipped reuse against PPO's objective, the guard against bad student pieces, the held-out probe,
+and short real runs."""
 import dataclasses
 import math
 
@@ -8,9 +9,9 @@ import pytest
 import torch
 
 from lmpolicy.exact import kl as kl_module
-from lmpolicy.tinylm import reinforce, sft
+from lmpolicy.tinylm import evaluate, reinforce, runs, sft
 from lmpolicy.tinylm.model import CHECKPOINT_PATH, TinyLM, load_pretrained
-from lmpolicy.tinylm.rewards import evaluate_model
+from lmpolicy.tinylm.evaluate import evaluate_model
 
 needs_checkpoint = pytest.mark.skipif(not CHECKPOINT_PATH.exists(), reason="the shipped checkpoint is not there yet")
 
@@ -125,7 +126,7 @@ def test_recipe_rejects_settings_it_cannot_run():
 def test_exact_token_kl_matches_the_numpy_kl():
     gen = torch.Generator().manual_seed(4)
     logits, ref_logits = torch.randn(3, 5, 15, generator=gen), torch.randn(3, 5, 15, generator=gen)
-    got = reinforce.exact_token_kl(logits, ref_logits)
+    got = evaluate.exact_token_kl(logits, ref_logits)
     p = torch.softmax(logits.double(), -1).numpy()
     q = torch.softmax(ref_logits.double(), -1).numpy()
     assert np.allclose(got.numpy(), kl_module.kl(p, q, axis=-1), atol=1e-10)
@@ -134,7 +135,7 @@ def test_exact_token_kl_matches_the_numpy_kl():
 def test_the_probe_agrees_with_evaluate_model_and_sees_no_kl_from_itself():
     model = untrained_model()
     problems = [(a, b) for a in range(0, 100, 9) for b in range(0, 100, 13)]
-    measured = reinforce.HeldoutProbe(model, problems).measure(model)
+    measured = runs.HeldoutProbe(model, problems).measure(model)
     evaluation = evaluate_model(model, problems, samples_per_problem=1)
     assert measured["greedy"] == pytest.approx(evaluation.greedy_accuracy)
     assert measured["sampled"] == pytest.approx(evaluation.expected_sampled_accuracy, rel=1e-5)

@@ -6,7 +6,8 @@ import torch.nn as nn
 
 from tinylm_helpers import sharpened_tinylm
 
-from lmpolicy.tinylm.rewards import classify_answer, correct_answer_probability, evaluate_model, verifier_reward
+from lmpolicy.tinylm.evaluate import classify_answer, correct_answer_probability, evaluate_model
+from lmpolicy.tinylm.rewards import verifier_reward
 from lmpolicy.tinylm.tokenizer import (EOS, PAD, PLUS, PROMPT_LEN, RESPONSE_LEN, VOCAB_SIZE, decode_prompt, encode_prompts,
                                parse_answer)
 

@@ -1,0 +1,196 @@
+"""A fine-tuning run of TinyLM: its budget, the held-out probe, the history, and the loop around one update.
+
+REINFORCE (:mod:`lmpolicy.tinylm.reinforce`) and SFT (:mod:`lmpolicy.tinylm.sft`) differ only in what one
+update does. Everything around it is here, so that both are stopped, measured and recorded the same way:
+
+* :class:`Budget`: how long a run trains, when it is measured and which targets stop it early;
+* :class:`HeldoutProbe`: greedy accuracy, the exact expected accuracy of sampling at T = 1 and the KL
+  from the reference, on the held-out problems;
+* :class:`History`: one entry per measurement;
+* :func:`start_run` and :func:`run_with_budget`: the seeded start (a trainable copy, a frozen reference,
+  Adam) and the loop that calls ``one_update`` until the budget is spent.
+
+The time spent measuring is *not* counted in the training time or in the budget; the history
+records both clocks.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import torch
+from tqdm.auto import tqdm
+
+from lmpolicy.tinylm.evaluate import correct_answer_probability, exact_token_kl
+from lmpolicy.tinylm.generate import generate
+from lmpolicy.tinylm.logprobs import sequence_logprob
+from lmpolicy.tinylm.model import TinyLM, load_pretrained
+from lmpolicy.tinylm.problems import heldout_problems
+from lmpolicy.tinylm.rewards import verifier_reward
+from lmpolicy.tinylm.tokenizer import PROMPT_LEN, encode_prompts
+
+
+@dataclass
+class Budget:
+    """How long a run trains and how it is measured: the fields every fine-tuning recipe carries."""
+
+    time_budget_seconds: float = 60.0  # training time (sampling + updates); evaluation not counted
+    max_updates: int = 100_000
+    stop_at_target: bool = True  # stop as soon as both held-out targets are reached
+    target_greedy: float = 0.95
+    target_sampled: float = 0.90
+    eval_every_seconds: float = 2.0  # of training time
+    heldout_measured: int = 1_000  # how many of the held-out problems each measurement uses (all by default)
+
+    def __post_init__(self):
+        if self.time_budget_seconds <= 0:
+            raise ValueError(f"time_budget_seconds must be > 0, got {self.time_budget_seconds}")
+
+
+@dataclass
+class History:
+    """What a run measured; one entry per evaluation (the first one before any update)."""
+
+    label: str = ""
+    updates: list = field(default_factory=list)
+    seconds: list = field(default_factory=list)  # training time (wall clock), evaluation excluded
+    cpu_seconds: list = field(default_factory=list)  # CPU time of training (all threads), evaluation excluded
+    greedy: list = field(default_factory=list)  # greedy accuracy on the held-out problems
+    sampled: list = field(default_factory=list)  # expected accuracy of sampling at T = 1 (exact)
+    kl: list = field(default_factory=list)  # KL(pi || pi_ref) per answer, nats
+    answers_sampled: int = 0
+    eval_seconds: float = 0.0  # time spent measuring (not in ``seconds``)
+    seconds_to_target: float | None = None  # training time when both targets were first reached
+    cpu_seconds_to_target: float | None = None
+    updates_to_target: int | None = None
+    train_reward: list = field(default_factory=list)  # mean verifier reward of each update's samples
+
+    def final(self) -> dict:
+        return {"updates": self.updates[-1], "seconds": self.seconds[-1], "greedy": self.greedy[-1],
+                "sampled": self.sampled[-1], "kl": self.kl[-1]}
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class HeldoutProbe:
+    """Greedy accuracy, expected T = 1 accuracy and KL from the reference, on the held-out problems.
+
+    The KL is the exact per-token KL over the vocabulary, summed over the tokens of one answer
+    sampled from the policy per problem (seeded; the same seed at every measurement).
+    """
+
+    def __init__(self, reference: TinyLM, problems=None, seed: int = 1234):
+        self.reference = reference
+        self.problems = heldout_problems() if problems is None else list(problems)
+        self.prompts = encode_prompts(self.problems)
+        self.seed = seed
+
+    @torch.no_grad()
+    def measure(self, model: TinyLM) -> dict:
+        was_training = model.training
+        model.eval()
+        greedy = generate(model, self.prompts, temperature=0).response_ids
+        greedy_accuracy = verifier_reward(self.prompts, greedy).mean().item()
+        sampled = correct_answer_probability(model, self.problems).mean().item()
+        gen = generate(model, self.prompts, temperature=1.0, generator=torch.Generator().manual_seed(self.seed))
+        token_kl = exact_token_kl(model(gen.ids), self.reference(gen.ids))[:, PROMPT_LEN - 1:-1]
+        kl = sequence_logprob(token_kl, gen.response_mask).mean().item()
+        model.train(was_training)
+        return {"greedy": greedy_accuracy, "sampled": sampled, "kl": kl}
+
+
+@dataclass
+class RunResult:
+    model: TinyLM
+    history: History
+    recipe: Budget
+
+
+def frozen_copy(model: TinyLM) -> TinyLM:
+    """A copy of ``model`` in eval mode with no gradients: the reference policy pi_ref."""
+    reference = TinyLM(model.config)
+    reference.load_state_dict(model.state_dict())
+    return reference.eval().requires_grad_(False)
+
+
+def start_run(recipe, model: TinyLM | None):
+    """Threads and seeds from ``recipe``; a trainable copy of ``model`` (default: the shipped checkpoint),
+    a frozen copy as the reference, Adam at ``recipe.lr``, and a seeded generator for the run's randomness."""
+    torch.set_num_threads(recipe.threads)
+    torch.manual_seed(recipe.seed)
+    start_model = load_pretrained() if model is None else model
+    trainable = frozen_copy(start_model).requires_grad_(True)
+    optimizer = torch.optim.Adam(trainable.parameters(), lr=recipe.lr)
+    return trainable, frozen_copy(start_model), optimizer, torch.Generator().manual_seed(recipe.seed)
+
+
+def warm_up_learning_rate(optimizer: torch.optim.Optimizer, lr: float, warmup_updates: int, update: int) -> None:
+    """Linear warm-up to ``lr`` over ``warmup_updates`` updates, then constant: Adam's first steps move every
+    weight by about the learning rate whatever its gradient, so they are kept small."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr * min(1.0, (update + 1) / max(1, warmup_updates))
+
+
+def run_with_budget(budget: Budget, model: TinyLM, reference: TinyLM, one_update: Callable[[int], None],
+                    history: History, progress: bool = True) -> History:
+    """Call ``one_update(update_index)`` until the time budget (or max_updates, or the target) is reached.
+
+    The measurements on the held-out problems (KL from ``reference``) go into ``history``; their time is
+    kept out of the training clock.
+    """
+    b = budget
+    probe = HeldoutProbe(reference, heldout_problems()[:b.heldout_measured])
+
+    def evaluate(update: int, seconds: float, cpu_seconds: float) -> None:
+        start = time.perf_counter()
+        m = probe.measure(model)
+        history.updates.append(update)
+        history.seconds.append(seconds)
+        history.cpu_seconds.append(cpu_seconds)
+        for key in ("greedy", "sampled", "kl"):
+            getattr(history, key).append(m[key])
+        if history.seconds_to_target is None and m["greedy"] >= b.target_greedy and m["sampled"] >= b.target_sampled:
+            history.seconds_to_target, history.updates_to_target = seconds, update
+            history.cpu_seconds_to_target = cpu_seconds
+        history.eval_seconds += time.perf_counter() - start
+
+    evaluate(0, 0.0, 0.0)
+    bar = tqdm(total=round(b.time_budget_seconds), desc=history.label, disable=not progress,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total} s of training {postfix}")
+    train_seconds, cpu_seconds, next_eval, update = 0.0, 0.0, b.eval_every_seconds, 0
+    while train_seconds < b.time_budget_seconds and update < b.max_updates:
+        start, cpu_start = time.perf_counter(), time.process_time()
+        one_update(update)
+        update += 1
+        train_seconds += time.perf_counter() - start
+        cpu_seconds += time.process_time() - cpu_start
+        bar.update(min(train_seconds, b.time_budget_seconds) - bar.n)
+        if train_seconds >= next_eval:
+            evaluate(update, train_seconds, cpu_seconds)
+            next_eval = train_seconds + b.eval_every_seconds
+            bar.set_postfix_str(f"greedy {history.greedy[-1]:.3f}  sampled {history.sampled[-1]:.3f}  "
+                                f"KL {history.kl[-1]:.3f}")
+            if b.stop_at_target and history.seconds_to_target is not None:
+                break
+    bar.close()
+    if history.updates[-1] != update:
+        evaluate(update, train_seconds, cpu_seconds)
+    model.eval()
+    return history
+
+
+def train_from_command_line(recipe_class: type, train: Callable[..., RunResult], description: str,
+                            argv: list[str] | None = None) -> RunResult:
+    """Every field of ``recipe_class`` a flag (tyro, as CleanRL does: booleans are ``--flag`` / ``--no-flag``);
+    print the recipe, train from the shipped checkpoint, print where the run ended."""
+    import tyro  # only the command lines need it
+
+    recipe = tyro.cli(recipe_class, args=argv, description=description)
+    print(recipe)
+    result = train(recipe)
+    h = result.history
+    print(h.final(), "seconds to target:", h.seconds_to_target, "answers / examples:", h.answers_sampled,
+          f"eval seconds {h.eval_seconds:.1f}")
+    return result
