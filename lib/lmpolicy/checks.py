@@ -12,33 +12,122 @@ comparison through this module (never ``np.allclose`` directly), so the grader h
 
 The checks return None (``check_type`` returns the value and ``check_number`` the float), so a test
 cell ending with a check shows no value: nbgrader would read a number shown there as partial credit.
+
+A failed check shows as a few lines, not a traceback: ``CheckFailed`` implements IPython's
+``_render_traceback_``, which the kernel uses for the error output, so the student's notebook,
+nbgrader's Validate and the feedback all show the same short message. When the student's own
+function raises, the message names the call and shows the student's frames only.
+
+In a notebook kernel (not under the grader) each run of a check cell is recorded in
+``lmpolicy.progress``: passed, or failing with its reason; running an exercise's answer cell again
+with different code marks its passed checks "changed" until they run again. ``summary(notebook)``
+prints what is left to do in a notebook.
 """
 from __future__ import annotations
 
 import contextlib
+import linecache
 import os
+import re
 import sys
+import sysconfig
+import traceback
 import types
+from pathlib import Path
 
 import numpy as np
 
 from lmpolicy import progress
 
+MAX_MESSAGE_LINES = 5   # of the message itself; with the student's frames and the hint, at most 8 lines
+MAX_STUDENT_FRAMES = 2  # the innermost frames of the student's code that raised
+RED, BOLD, RESET = "\x1b[31m", "\x1b[1m", "\x1b[0m"
+
 
 class CheckFailed(AssertionError):
-    """A check failed; the message's first line says what is wrong."""
+    """A check failed; the message's first line says what is wrong.
+
+    ``problem`` is the message without the hint, ``hint`` the hint or None.
+    """
+
+    heading = "Check failed"
+
+    def __init__(self, message: str = "", hint: str | None = None):
+        super().__init__(message if hint is None else f"{message}\nHint: {hint}")
+        self.problem, self.hint = message, hint
+
+    def _details(self) -> list[str]:
+        """Lines shown between the message and the hint (the student's frames, for StudentCodeRaised)."""
+        return []
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback: the message, the details and the hint, in a few lines."""
+        problem = getattr(self, "problem", None)
+        problem = str(self) if problem is None else problem
+        lines = problem.strip().splitlines() or [type(self).__name__]
+        if len(lines) > MAX_MESSAGE_LINES:
+            lines = lines[:MAX_MESSAGE_LINES - 1] + [f"... ({len(lines) - MAX_MESSAGE_LINES + 1} more lines)"]
+        shown = [f"{RED}{BOLD}\u2717 {self.heading}:{RESET} {lines[0]}", *lines[1:], *self._details()]
+        if getattr(self, "hint", None):
+            shown.append(f"{BOLD}Hint:{RESET} {self.hint}")
+        return shown
 
 
 class StudentCodeRaised(CheckFailed):
-    """The student's function raised an exception."""
+    """The student's function raised an exception (kept as ``__cause__``)."""
+
+    heading = "Your code raised an error"
+
+    def _details(self) -> list[str]:
+        cause = self.__cause__
+        if cause is None:
+            return []
+        frames = [f for f in traceback.extract_tb(cause.__traceback__) if _is_students(f.filename)]
+        return [_frame_line(frame) for frame in frames[-MAX_STUDENT_FRAMES:]]
 
 
 class LibraryShortcutUsed(CheckFailed):
     """The student's code called the library function the exercise asks them to write."""
 
+    heading = "Not allowed"
+
+
+def _library_folders() -> tuple[str, ...]:
+    """Folders whose frames are never the student's: this package, the standard library, installed packages."""
+    folders = {str(Path(__file__).resolve().parent)}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        with contextlib.suppress(KeyError):
+            folders.add(str(Path(sysconfig.get_paths()[key]).resolve()))
+    return tuple(folder + os.sep for folder in folders)
+
+
+_LIBRARY_FOLDERS = _library_folders()
+
+
+def _is_students(filename: str) -> bool:
+    if filename.startswith("<") and not filename.startswith("<ipython-input"):
+        return False  # <frozen ...>, <string>: never the student's
+    with contextlib.suppress(OSError, ValueError):
+        filename = str(Path(filename).resolve())
+    return not filename.startswith(_LIBRARY_FOLDERS)
+
+
+def _cell_name(filename: str) -> str:
+    """"In [12]" for a notebook cell (IPython keeps the map), else the file's name."""
+    shell = _ipython()
+    count = getattr(getattr(shell, "compile", None), "_filename_map", {}).get(filename) if shell else None
+    return f"In [{count}]" if count is not None else Path(filename).name
+
+
+def _frame_line(frame: traceback.FrameSummary) -> str:
+    code = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
+    where = f"{_cell_name(frame.filename)}, line {frame.lineno}"
+    text = f"  {where}, in {frame.name}: {code}" if frame.name != "<module>" else f"  {where}: {code}"
+    return text if len(text) <= 120 else text[:117] + "..."
+
 
 def _fail(message: str, hint: str | None = None, error: type[CheckFailed] = CheckFailed):
-    raise error(message if hint is None else f"{message}\nHint: {hint}")
+    raise error(message, hint)
 
 
 def _verb(what: str) -> str:
@@ -115,10 +204,12 @@ def check_finite(value, what: str, hint: str | None = None):
         _fail(f"{what} contains {kind}{where} ({int(bad.sum())} of {array.size} entries are not finite)", hint)
 
 
-def check_close(actual, expected, what: str, hint: str | None = None, atol: float = 1e-6, rtol: float = 1e-5):
+def check_close(actual, expected, what: str, hint: str | None = None, atol: float = 1e-6, rtol: float = 1e-5,
+                show_expected: bool = True):
     """``actual`` must equal ``expected`` within ``atol + rtol * |expected|``, element by element.
 
-    The message shows expected vs got at the worst entry.
+    The message shows expected vs got at the worst entry; with ``show_expected=False`` only what
+    came back (for a check whose expected value is the answer itself).
     """
     _not_none(actual, what)
     got = _as_array(actual, what)
@@ -130,7 +221,8 @@ def check_close(actual, expected, what: str, hint: str | None = None, atol: floa
     if (error > 0).any():
         index = np.unravel_index(int(np.argmax(error)), error.shape) if error.ndim else ()
         where = f" at index {tuple(int(i) for i in index)}" if index else ""
-        _fail(f"{what} is off{where}: expected {want[index]:.6g}, got {got[index]:.6g}", hint)
+        values = f"expected {want[index]:.6g}, got {got[index]:.6g}" if show_expected else f"got {got[index]:.6g}"
+        _fail(f"{what} is off{where}: {values}", hint)
 
 
 def check_equal(actual, expected, what: str, hint: str | None = None) -> None:
@@ -148,44 +240,197 @@ def check_equal(actual, expected, what: str, hint: str | None = None) -> None:
               f"({int(differ.sum())} of {got.size} entries differ)", hint)
 
 
-def call_student(fn, *args, **kwargs):
-    """Call the student's ``fn``; if it raises, fail with "your function f raised ValueError: ..."."""
+def _short(value) -> str:
+    """An argument as a call description shows it: small tensors by value, big ones by shape."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        kind = "tensor" if hasattr(value, "detach") else "array"
+        count = value.numel() if kind == "tensor" else value.size
+        if value.ndim <= 1 and count <= 4:
+            floating = str(value.dtype).split(".")[-1].startswith(("float", "complex"))
+            values = ", ".join(f"{v:g}." if floating and float(v).is_integer() else f"{v:g}"
+                               for v in map(float, value.reshape(-1).tolist()))
+            return f"{kind}([{values}])"
+        return f"<{kind} of shape {tuple(value.shape)}>"
+    if isinstance(value, (bool, int, float, str, type(None))):
+        text = repr(value)
+        return text if len(text) <= 30 else text[:27] + "..."
+    return f"<{type(value).__name__}>"
+
+
+def describe_call(fn, *args, **kwargs) -> str:
+    """``name(arg, ..., key=value)``, short enough for the first line of a message."""
+    name = getattr(fn, "__name__", repr(fn))
+    parts = [_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def call_student(fn, *args, call: str | None = None, **kwargs):
+    """Call the student's ``fn``; if it raises, fail with "f(...) raised ValueError: ..." and the
+    student's frames. ``call`` is how the message names the call (default: built from the arguments)."""
     name = getattr(fn, "__name__", repr(fn))
     if not callable(fn):
         _fail(f"{name} is a {type(fn).__name__}, not a function: run its answer cell (and don't reuse the name)")
     try:
         return fn(*args, **kwargs)
+    except LibraryShortcutUsed as error:
+        raise LibraryShortcutUsed(f"{call or describe_call(fn, *args, **kwargs)}: {error.problem}", error.hint) from None
     except CheckFailed:
         raise
     except NotImplementedError:
         _fail(f"your function {name} is not written yet (it raises NotImplementedError): replace the stub",
               error=StudentCodeRaised)
     except Exception as error:  # the student's bug, reported in their words
-        _fail(f"your function {name} raised {type(error).__name__}: {error}", error=StudentCodeRaised)
+        message = str(error).strip().splitlines()
+        raise StudentCodeRaised(f"{call or describe_call(fn, *args, **kwargs)} raised {type(error).__name__}"
+                                + (f": {message[0]}" if message else "")) from error
 
 
-def _record(exercise_key: str) -> None:
-    """Record progress, except under the grader; a file that cannot be written never fails a check."""
-    if os.environ.get("NBGRADER_EXECUTION"):
-        return
+# --- recording what the checks found ---------------------------------------------------------------
+
+DONE_CALL = re.compile(r"""\bdone\(\s*["']([A-Za-z0-9_]+)["']\s*\)""")
+
+
+def _under_grader() -> bool:
+    return bool(os.environ.get("NBGRADER_EXECUTION"))
+
+
+def _ipython():
+    module = sys.modules.get("IPython")
+    return module.get_ipython() if module is not None else None
+
+
+def _saving(action) -> None:
+    """Run a progress update; a file that cannot be written never fails a check."""
     try:
-        progress.record(exercise_key)
+        action()
     except OSError as error:
         print(f"(your progress could not be saved to {progress.progress_file()}: {error})")
 
 
+class _CellRecorder:
+    """IPython hooks: after each cell that holds ``checks.done("key")``, record passed or failing;
+    after an answer cell runs, mark checks that passed on other code for it as changed."""
+
+    def __init__(self):
+        self.passed_in_cell: set[str] = set()
+        self.ran: dict[str, str] = {}  # cell id -> fingerprint of the code it last ran
+        self._answer_cells: tuple[str, dict[str, str]] | None = None
+
+    def pre_run_cell(self, info) -> None:
+        self.passed_in_cell.clear()
+
+    def answer_cells(self) -> dict[str, str]:
+        """``{cell id: exercise key}`` of this kernel's notebook (JupyterLab names it in JPY_SESSION_NAME)."""
+        path = os.environ.get("JPY_SESSION_NAME", "")
+        if self._answer_cells is None or self._answer_cells[0] != path:
+            cells = {}
+            if path.endswith(".ipynb") and Path(path).exists():
+                with contextlib.suppress(Exception):  # an unreadable notebook only loses the "changed" state
+                    cells = progress.answer_cells(Path(path).stem, Path(path))
+            self._answer_cells = (path, cells)
+        return self._answer_cells[1]
+
+    def post_run_cell(self, result) -> None:
+        if _under_grader():
+            return
+        source = result.info.raw_cell or ""
+        cell_id = getattr(result.info, "cell_id", None)
+        keys = [k for k in dict.fromkeys(DONE_CALL.findall(source)) if k in progress.EXERCISES_BY_KEY]
+        error = result.error_in_exec or result.error_before_exec
+        if keys:
+            check = progress.fingerprint(source)
+            for key in keys:
+                if error is not None:
+                    _saving(lambda: progress.record_failure(key, _reason(error), check))
+                elif key in self.passed_in_cell:
+                    _saving(lambda: progress.record(key, check, self.answer_of(key)))
+        elif cell_id:
+            key = self.answer_cells().get(cell_id)
+            fingerprint = progress.fingerprint(source)
+            self.ran[cell_id] = fingerprint
+            if key:
+                _saving(lambda: progress.record_answer_run(key, cell_id, fingerprint))
+
+    def answer_of(self, key: str) -> dict[str, str]:
+        """Fingerprints of the answer cells of ``key`` as this kernel last ran them."""
+        return {cell: self.ran[cell] for cell, owner in self.answer_cells().items() if owner == key and cell in self.ran}
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, CheckFailed):
+        text = (getattr(error, "problem", None) or str(error)).strip().splitlines()
+        return text[0] if text else type(error).__name__
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+_RECORDER: _CellRecorder | None = None
+
+
+def _install_recorder() -> _CellRecorder | None:
+    """Register the hooks once per IPython shell; None outside IPython or under the grader."""
+    global _RECORDER
+    shell = _ipython()
+    if shell is None or _under_grader():
+        return None
+    if _RECORDER is None or getattr(shell, "_lmpolicy_recorder", None) is not _RECORDER:
+        _RECORDER = _CellRecorder()
+        shell.events.register("pre_run_cell", _RECORDER.pre_run_cell)
+        shell.events.register("post_run_cell", _RECORDER.post_run_cell)
+        shell._lmpolicy_recorder = _RECORDER
+    return _RECORDER
+
+
 def done(exercise_key: str) -> None:
-    """Record that the visible checks of ``exercise_key`` passed (not under the grader) and say so."""
+    """The visible checks of ``exercise_key`` passed: say so, and record it (not under the grader).
+
+    In a notebook kernel the record is written when the cell ends, with the cell's fingerprint, so
+    a check cell that fails after this call still counts as failing; elsewhere it is written now.
+    """
     exercise = progress.exercise(exercise_key)
-    _record(exercise_key)
+    if not _under_grader():
+        recorder = _install_recorder()
+        if recorder is not None:
+            recorder.passed_in_cell.add(exercise_key)
+        else:
+            _saving(lambda: progress.record(exercise_key))
     print(f"\u2713 {exercise.label} passed the visible checks")
 
 
+def _this_notebook(name: str) -> Path | None:
+    """The notebook file this kernel belongs to, when it is notebook ``name`` (JupyterLab tells)."""
+    path = Path(os.environ.get("JPY_SESSION_NAME", ""))
+    return path if path.suffix == ".ipynb" and path.stem == name and path.exists() else None
+
+
 def mark_done(exercise_key: str) -> None:
-    """For a manually graded exercise: the student's own "I've done this one" (not under the grader)."""
+    """For a written answer: says whether its cell holds an answer yet (as last saved); records nothing.
+
+    A written answer counts on the start page when its cell holds text other than the placeholder,
+    so there is nothing to tick by hand.
+    """
     exercise = progress.exercise(exercise_key)
-    _record(exercise_key)
-    print(f"\u2713 {exercise.label} marked as done (your instructor grades it)")
+    if _under_grader():
+        return
+    states = [s for s in progress.item_states(exercise.notebook, student_notebook=_this_notebook(exercise.notebook))
+              if s.item.exercise == exercise and s.item.written]
+    if states and all(s.done for s in states):
+        print(f"\u2713 {exercise.label}: your written answer is in its cell (your instructor grades it)")
+    else:
+        print(f"{exercise.label}: the answer cell still holds its placeholder (as last saved): write your answer "
+              "there and save the notebook (Ctrl+S); the start page counts it then")
+
+
+def summary(notebook: str) -> None:
+    """Print notebook ``notebook``'s graded items with their state: passed, failing (with the reason),
+    changed since it passed, not attempted, written answer still empty."""
+    if _under_grader():
+        print("(your own kernel shows the summary of your checks; the grade comes from the hidden tests)")
+        return
+    print(progress.notebook_summary(notebook, student_notebook=_this_notebook(notebook)))
+
+
+_install_recorder()
 
 
 def _blocker(message: str):

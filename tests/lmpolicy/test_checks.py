@@ -1,5 +1,6 @@
 """lmpolicy.checks: failures carry a message a student can act on; done() and the shortcut guard."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -83,7 +84,10 @@ def test_call_student_reports_the_students_exception_in_words():
 
     with pytest.raises(checks.StudentCodeRaised) as excinfo:
         checks.call_student(softmax, torch.zeros(3))
-    assert first_line(excinfo) == "your function softmax raised ValueError: bad logits"
+    assert first_line(excinfo) == "softmax(tensor([0., 0., 0.])) raised ValueError: bad logits"
+    with pytest.raises(checks.StudentCodeRaised) as excinfo:
+        checks.call_student(softmax, torch.zeros(4, 7), call="softmax(logits of shape (4, 7))")
+    assert first_line(excinfo) == "softmax(logits of shape (4, 7)) raised ValueError: bad logits"
 
     def stub(z):
         raise NotImplementedError()
@@ -101,8 +105,15 @@ def test_done_records_progress_and_prints_the_label(tmp_path, monkeypatch, capsy
     checks.done("ex11_1a")
     assert capsys.readouterr().out.strip() == "\u2713 11.1(a) passed the visible checks"
     assert set(json.loads((tmp_path / "p.json").read_text())["done"]) == {"ex11_1a"}
+
+
+def test_mark_done_ticks_nothing_and_says_the_written_answer_is_missing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LMPOLICY_PROGRESS_FILE", str(tmp_path / "p.json"))
+    monkeypatch.setenv("LMPOLICY_WORK_DIR", str(tmp_path / "no-copy-yet"))  # the release copy: placeholders
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
     checks.mark_done("ex11_1b")
-    assert set(progress.load()) == {"ex11_1a", "ex11_1b"}
+    assert "still holds its placeholder" in capsys.readouterr().out
+    assert progress.load() == {}
 
 
 def test_done_writes_nothing_under_the_grader(tmp_path, monkeypatch, capsys):
@@ -165,3 +176,161 @@ def test_no_library_shortcut_restores_even_when_the_block_raises():
         with checks.no_library_shortcut(F.softmax):
             raise RuntimeError("test cell error")
     assert torch.allclose(F.softmax(torch.zeros(2), -1), torch.full((2,), 0.5))
+
+
+# --- what the student sees: IPython's _render_traceback_, in a real kernel -------------------------
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def rendered(error: BaseException) -> list[str]:
+    return [ANSI.sub("", line) for line in error._render_traceback_()]
+
+
+def test_a_failed_check_renders_as_its_message_and_hint_only():
+    with pytest.raises(checks.CheckFailed) as excinfo:
+        checks.check_close([0.1, 0.9], [0.1, 0.8], "softmax(z)", hint="divide by the sum")
+    assert rendered(excinfo.value) == ["\u2717 Check failed: softmax(z) is off at index (1,): expected 0.8, got 0.9",
+                                       "Hint: divide by the sum"]
+    long = checks.CheckFailed("\n".join(f"line {i}" for i in range(20)), hint="h")
+    assert len(rendered(long)) == checks.MAX_MESSAGE_LINES + 1 and rendered(long)[-1] == "Hint: h"
+
+
+def test_check_close_can_withhold_the_expected_value():
+    with pytest.raises(checks.CheckFailed) as excinfo:
+        checks.check_close(0.3, 0.126, "logprob_86", show_expected=False)
+    assert first_line(excinfo) == "logprob_86 is off: got 0.3"
+
+
+def test_a_library_shortcut_names_the_call_that_made_it():
+    import torch.nn.functional as F
+
+    with checks.no_library_shortcut(F.softmax):
+        with pytest.raises(checks.LibraryShortcutUsed) as excinfo:
+            checks.call_student(lambda x: F.softmax(x, -1), torch.zeros(2), call="softmax(z)")
+    assert first_line(excinfo).startswith("softmax(z): implement this yourself: calling torch.nn.functional.softmax")
+    assert rendered(excinfo.value)[0].startswith("\u2717 Not allowed: softmax(z)")
+
+
+class Kernel:
+    """A real IPython kernel, sent execute requests the way JupyterLab sends them (with the cell id)."""
+
+    def __init__(self, env):
+        from jupyter_client.manager import start_new_kernel
+
+        self.manager, self.client = start_new_kernel(kernel_name="python3", env=env)
+
+    def run(self, code: str, cell_id: str | None = None) -> tuple[str, dict | None]:
+        """Run ``code``; (printed text, the error content or None)."""
+        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                   "allow_stdin": False, "stop_on_error": False}
+        message = self.client.session.msg("execute_request", content, metadata={"cellId": cell_id} if cell_id else {})
+        self.client.shell_channel.send(message)
+        printed, error = [], None
+        while True:
+            reply = self.client.get_iopub_msg(timeout=60)
+            if reply["parent_header"].get("msg_id") != message["header"]["msg_id"]:
+                continue
+            if reply["msg_type"] == "stream":
+                printed.append(reply["content"]["text"])
+            elif reply["msg_type"] == "error":
+                error = reply["content"]
+            elif reply["msg_type"] == "status" and reply["content"]["execution_state"] == "idle":
+                return "".join(printed), error
+
+    def close(self):
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+@pytest.fixture
+def kernel(tmp_path):
+    import os
+
+    notebook = tmp_path / "02_temperature.ipynb"  # the kernel's notebook, as JupyterLab names it
+    notebook.write_text((progress.release_dir() / "02_temperature.ipynb").read_text())
+    env = dict(os.environ, LMPOLICY_PROGRESS_FILE=str(tmp_path / "progress.json"), JPY_SESSION_NAME=str(notebook))
+    env.pop("NBGRADER_EXECUTION", None)
+    running = Kernel(env)
+    running.run("import torch\nfrom lmpolicy import checks")
+    yield running
+    running.close()
+
+
+SAMPLER_CELL = "task2__sample_with_temperature"  # the answer cell's id in the release notebook
+CHECK_CELL = "import torch\nfrom lmpolicy import checks\nchecks.call_student(sample_with_temperature, torch.tensor([1.0, 0.0]), " \
+             "temperature=0, generator=torch.Generator())\nchecks.done('task2')"
+DIVIDES_BY_T = ("def sample_with_temperature(logits, temperature, generator=None):\n"
+                "    scaled = logits / temperature\n"
+                "    probs = torch.exp(scaled - scaled.max())\n"
+                "    return torch.multinomial(probs / probs.sum(), 1, generator=generator)\n")
+GREEDY_AT_ZERO = ("def sample_with_temperature(logits, temperature, generator=None):\n"
+                  "    if temperature == 0:\n"
+                  "        return logits.argmax(-1, keepdim=True)\n"
+                  "    probs = torch.softmax(logits / temperature, -1)\n"
+                  "    return torch.multinomial(probs, 1, generator=generator)\n")
+
+
+def test_an_error_in_the_students_function_shows_the_call_and_the_students_lines_only(kernel):
+    kernel.run(DIVIDES_BY_T, cell_id=SAMPLER_CELL)
+    _, error = kernel.run(CHECK_CELL)
+    assert error["ename"] == "StudentCodeRaised"
+    shown = [ANSI.sub("", line) for line in error["traceback"]]
+    assert len(shown) <= 8 and not any("Traceback" in line for line in shown)
+    assert shown[0].startswith("\u2717 Your code raised an error: sample_with_temperature(tensor([1., 0.]), "
+                               "temperature=0, generator=<Generator>) raised RuntimeError: probability tensor")
+    # the student's line that raised, named by its cell; nothing from lmpolicy or torch
+    assert shown[1].strip().startswith("In [") and "torch.multinomial(probs / probs.sum()" in shown[1]
+    assert not any("checks.py" in line or "site-packages" in line for line in shown)
+
+
+def test_a_check_cell_records_failing_with_its_reason_then_passed_then_changed(kernel, tmp_path):
+    kernel.run(DIVIDES_BY_T, cell_id=SAMPLER_CELL)
+    kernel.run(CHECK_CELL)
+    data = json.loads((tmp_path / "progress.json").read_text())
+    (run,) = data["checks"]["task2"].values()
+    assert run["state"] == "failing" and "raised RuntimeError" in run["reason"] and data["done"] == {}
+
+    kernel.run(GREEDY_AT_ZERO, cell_id=SAMPLER_CELL)
+    printed, error = kernel.run(CHECK_CELL)
+    assert error is None and "\u2713 Lab Task 2 passed the visible checks" in printed
+    data = json.loads((tmp_path / "progress.json").read_text())
+    (run,) = data["checks"]["task2"].values()
+    assert run["state"] == "passed" and "task2" in data["done"]
+    assert run["answer"] == {SAMPLER_CELL: progress.fingerprint(GREEDY_AT_ZERO)}
+
+    kernel.run(GREEDY_AT_ZERO + "\n", cell_id=SAMPLER_CELL)  # the same code again: still passed
+    assert "task2" in json.loads((tmp_path / "progress.json").read_text())["done"]
+    kernel.run(DIVIDES_BY_T, cell_id=SAMPLER_CELL)  # the answer changed; its check has not run on it
+    data = json.loads((tmp_path / "progress.json").read_text())
+    (run,) = data["checks"]["task2"].values()
+    assert run["state"] == "changed" and data["done"] == {}
+
+
+def test_a_cell_that_fails_after_done_counts_as_failing(kernel, tmp_path):
+    kernel.run("checks.done('task3')\nchecks.check(False, 'a later check failed')")
+    data = json.loads((tmp_path / "progress.json").read_text())
+    (run,) = data["checks"]["task3"].values()
+    assert run == {**run, "state": "failing", "reason": "a later check failed"} and data["done"] == {}
+
+
+def release_cell(notebook: str, grade_id: str) -> str:
+    import nbformat
+
+    cells = nbformat.read(progress.release_dir() / f"{notebook}.ipynb", as_version=4).cells
+    return next(c.source for c in cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def test_summary_lists_each_graded_item_of_the_notebook_with_its_state(kernel):
+    # the release's stub and its visible check, as a student first runs them
+    kernel.run(release_cell("02_temperature", "task2__setup"))
+    kernel.run(release_cell("02_temperature", SAMPLER_CELL), cell_id=SAMPLER_CELL)
+    _, error = kernel.run(release_cell("02_temperature", "task2__tests"))
+    assert error["ename"] == "StudentCodeRaised"
+    printed, error = kernel.run("checks.summary('02_temperature')")
+    assert error is None
+    lines = printed.strip().splitlines()
+    assert lines[0] == "02_temperature: 0 of 7 graded items done (0 of 16 points)"
+    assert lines[1].startswith("\u2717 Lab Task 2 visible check") and "failing: your function sample_with_temperature is not written yet" in lines[1]
+    assert lines[2].startswith("\u00b7 top-k visible check") and lines[2].endswith("not attempted")
+    assert any(line.startswith("\u00b7 11.2(a) written answer") and line.endswith("still empty") for line in lines)

@@ -1,6 +1,9 @@
 """lmpolicy.progress: the local record survives corruption and lists every exercise once."""
 import json
 import re
+import shutil
+
+import nbformat
 
 import pytest
 
@@ -28,7 +31,7 @@ def test_record_then_load_round_trips_and_keeps_the_first_time(progress_path):
     progress.record("ex11_3c")
     assert progress.load() == {"task2": first, "ex11_3c": progress.load()["ex11_3c"]}
     data = json.loads(progress_path.read_text())
-    assert data["version"] == 1
+    assert data["version"] == 2
     assert list(progress_path.parent.iterdir()) == [progress_path]  # no temporary file left behind
 
 
@@ -67,14 +70,117 @@ def test_the_exercise_list_covers_the_chapter_and_the_lab_once_each():
         assert re.fullmatch(r"\d\d_[a-z0-9_]+", exercise.notebook), exercise.notebook
 
 
-def test_table_shows_done_and_not_yet_for_every_exercise(progress_path):
+def release_cells(name):
+    return nbformat.read(progress.release_dir() / f"{name}.ipynb", as_version=4).cells
+
+
+def stated_points(name) -> float:
+    """The notebook's total as its first cell states it ("worth **7 points**")."""
+    return float(re.search(r"(\d+(?:\.\d+)?) points", release_cells(name)[0].source).group(1))
+
+
+def test_table_has_a_row_per_graded_cell_and_totals_per_notebook_and_course(progress_path):
     progress.record("ex11_2b")
     rows = progress.table()
-    assert len(rows) == len(progress.EXERCISES)
-    status = {label: state for label, _, _, state in rows}
-    assert status["11.2(b)"] == "done"
-    assert status["11.2(a)"] == "not yet"
+    grade_cells = {name: [c for c in release_cells(name) if c.metadata.get("nbgrader", {}).get("grade")]
+                   for name in progress.NOTEBOOKS}
+    assert len(rows) == sum(len(cells) for cells in grade_cells.values()) + len(progress.NOTEBOOKS) + 1
+    status = {(label, part): state for label, _, part, _, state in rows}
+    assert status["11.2(b)", "visible check"] == "passed"
+    assert status["11.2(a)", "written answer"] == "still empty"
+    # 07's written question has its own row, under the exercise it belongs to
+    assert status["Lab Task 1b", "visible check"] == "not attempted"
+    assert status["Lab Task 1b", "written answer"] == "still empty"
+    totals = {label: (items, points) for label, _, items, points, _ in rows if label.startswith(("notebook", "course"))}
+    for name in progress.NOTEBOOKS:
+        done_items, done_points = (1, 2) if name == "02_temperature" else (0, 0)  # 11.2(b) is worth 2
+        assert totals[f"notebook {name}"] == (f"{done_items} of {len(grade_cells[name])} items done",
+                                              f"{done_points} of {stated_points(name):g}")
+    assert totals["course total"][1] == f"2 of {sum(stated_points(n) for n in progress.NOTEBOOKS):g}"
     html = rows._repr_html_()
-    assert html.count("<tr>") == len(progress.EXERCISES) + 1
-    assert "<td>done</td>" in html
+    assert html.count("<tr") == len(rows) + 1 and "<td>passed</td>" in html
     assert "11.2(b)" in str(rows)
+
+
+@pytest.fixture
+def working_copy(tmp_path, monkeypatch):
+    """A student's copy of the release, as `make lab` makes it."""
+    copy = tmp_path / "work" / "ch11"
+    shutil.copytree(progress.release_dir(), copy)
+    monkeypatch.setenv("LMPOLICY_WORK_DIR", str(copy))
+    return copy
+
+
+def write_answer(copy, name, grade_id, text):
+    path = copy / f"{name}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    cell.source = text
+    nbformat.write(nb, path)
+
+
+def test_a_written_answer_counts_only_when_its_cell_holds_more_than_the_placeholder(progress_path, working_copy):
+    def state_of(grade_id):
+        (state,) = [s for s in progress.item_states("01_policy_softmax") if s.item.grade_id == grade_id]
+        return state
+
+    assert state_of("ex11_1b__manual").status == "still empty"
+    write_answer(working_copy, "01_policy_softmax", "ex11_1b__manual", "  YOUR ANSWER HERE \n")
+    assert not state_of("ex11_1b__manual").done
+    write_answer(working_copy, "01_policy_softmax", "ex11_1b__manual", "By the chain rule, ...")
+    assert state_of("ex11_1b__manual").done and state_of("ex11_1b__manual").status == "answered"
+    # a question the release put into the answer cell is not an answer either (notebook 08)
+    question = [c.source for c in release_cells("08_tinylm_reinforce")
+                if c.metadata.get("nbgrader", {}).get("grade_id") == "ex11_10__why_manual"][0]
+    write_answer(working_copy, "08_tinylm_reinforce", "ex11_10__why_manual", question + "\n\n")
+    (why,) = [s for s in progress.item_states("08_tinylm_reinforce") if s.item.grade_id == "ex11_10__why_manual"]
+    assert why.status == "still empty"
+
+
+def test_a_failing_check_clears_done_and_a_pass_restores_it(progress_path):
+    progress.record("task3", check="cellA")
+    first = progress.load()["task3"]
+    progress.record_failure("task3", "kl_estimators(...) returned NaN\nHint: clamp", check="cellA")
+    assert progress.load() == {}
+    assert progress.load_record()["checks"]["task3"]["cellA"]["reason"] == "kl_estimators(...) returned NaN"
+    progress.record("task3", check="cellA")
+    assert "task3" in progress.load() and progress.load()["task3"] >= first
+
+
+def test_an_exercise_with_two_checks_is_done_only_when_both_pass(progress_path):
+    progress.record("task4", check="tilted")
+    progress.record_failure("task4", "kl_objective(...) is off", check="objective")
+    assert "task4" not in progress.load()
+    progress.record("task4", check="objective")
+    assert "task4" in progress.load()
+
+
+def test_running_the_answer_with_other_code_marks_its_passed_check_changed(progress_path):
+    progress.record("task2", check="c", answer={"answer-cell": progress.fingerprint("def f(): return 1")})
+    progress.record_answer_run("task2", "answer-cell", progress.fingerprint("def f(): return 1  \n"))
+    assert "task2" in progress.load()
+    progress.record_answer_run("task2", "other-cell", progress.fingerprint("x = 2"))  # not the answer it ran on
+    assert "task2" in progress.load()
+    progress.record_answer_run("task2", "answer-cell", progress.fingerprint("def f(): return 2"))
+    assert progress.load() == {}
+    assert progress.load_record()["checks"]["task2"]["c"]["state"] == "changed"
+
+
+def test_a_version_1_file_is_read_and_kept(progress_path):
+    progress_path.parent.mkdir(parents=True)
+    progress_path.write_text(json.dumps({"version": 1, "done": {"ex11_3b": "2026-01-01T00:00:00+00:00"}}))
+    assert progress.load() == {"ex11_3b": "2026-01-01T00:00:00+00:00"}
+    (state,) = [s for s in progress.item_states("04_two_mdp_views") if s.item.exercise.key == "ex11_3b"]
+    assert state.status == "passed"
+    progress.record("task2", check="c")  # written back as version 2, the old entry kept
+    data = json.loads(progress_path.read_text())
+    assert data["version"] == 2 and data["done"]["ex11_3b"] == "2026-01-01T00:00:00+00:00"
+
+
+def test_a_file_from_a_newer_format_is_moved_aside_not_overwritten(progress_path):
+    progress_path.parent.mkdir(parents=True)
+    progress_path.write_text(json.dumps({"version": 99, "done": {}}))
+    with pytest.warns(progress.ProgressFileCorrupt, match="version 99"):
+        assert progress.load() == {}
+    (aside,) = [p for p in progress_path.parent.iterdir() if ".corrupt-" in p.name]
+    assert json.loads(aside.read_text())["version"] == 99
