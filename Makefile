@@ -7,7 +7,7 @@ STAMP    := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: install lab test test-fast grade release bench clean
+.PHONY: install lab work-copy instructor test test-fast grade release bench clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,11 +21,27 @@ $(STAMP): $(VENV)/bin/python requirements.txt pyproject.toml
 
 install: $(STAMP)
 
-# Extra server flags (tests/browser starts this same target with --no-browser, a port and a token).
+# Extra server flags (tests/browser starts these same targets with --no-browser, a port and a token).
 LAB_ARGS ?=
+JUPYTER_LAB := $(BIN)/jupyter lab --notebook-dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root)
+# The student's copy of the assignment, made from release/ch11 once: a notebook already there is
+# never overwritten (one added to the release later is copied in). A path inside the course folder.
+CH11_COPY ?= work/ch11
 
-lab: install
-	$(BIN)/jupyter lab --notebook-dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS) notebooks/00_start_here.ipynb
+work-copy:
+	@mkdir -p $(CH11_COPY)
+	@for notebook in release/ch11/*.ipynb; do \
+	    test -e "$(CH11_COPY)/$${notebook##*/}" || cp "$$notebook" "$(CH11_COPY)/"; done
+
+# A student's JupyterLab: nbgrader's Validate, but not the instructor's tools (jupyter-config/student).
+lab: install work-copy
+	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
+	LMPOLICY_WORK_DIR="$(CURDIR)/$(CH11_COPY)" \
+	$(JUPYTER_LAB) $(LAB_ARGS) notebooks/00_start_here.ipynb
+
+# The instructor's JupyterLab: nbgrader's Formgrader, Create Assignment and Assignment List as installed.
+instructor: install
+	$(JUPYTER_LAB) $(LAB_ARGS)
 
 test: install
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
