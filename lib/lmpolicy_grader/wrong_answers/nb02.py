@@ -1,16 +1,28 @@
 """Typical wrong answers for 02_temperature."""
-from . import WrongAnswer
+from . import Kind, WrongAnswer
 
 NOTEBOOK = "02_temperature"
+SAMPLER = ("task2__sample_with_temperature", "task2")
+TOP_K = ("nb02_top_k__answer", "nb02_top_k")
+TOP_P = ("nb02_top_p__answer", "nb02_top_p")
 
 _ENTROPY = '''def entropy(logits, kappa):
     log_probs = torch.log_softmax(kappa * logits.double(), dim=-1)
     return -(log_probs.exp() * log_probs).sum()
 '''
 
+# The nucleus as the notebook builds it, with the line deciding which sorted tokens to drop left open.
+_TOP_P = '''def top_p_filter(logits, p):
+    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
+    {drop}
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+'''
+
 WRONG_ANSWERS = [
+    # Lab Task 2: sample_with_temperature
     WrongAnswer(
-        NOTEBOOK, "task2__sample_with_temperature", "task2",
+        NOTEBOOK, *SAMPLER,
         '''def sample_with_temperature(logits, temperature, generator=None):
     if temperature == 0:
         return logits.argmax(dim=-1)
@@ -18,9 +30,10 @@ WRONG_ANSWERS = [
     return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
 ''',
         "multiplies the logits by the temperature instead of dividing: right at T = 1 only",
+        kind=Kind.PITFALL, names="divide the logits by the temperature",
     ),
     WrongAnswer(
-        NOTEBOOK, "task2__sample_with_temperature", "task2",
+        NOTEBOOK, *SAMPLER,
         '''def sample_with_temperature(logits, temperature, generator=None):
     if temperature == 0:
         return logits.argmax(dim=-1)
@@ -28,9 +41,52 @@ WRONG_ANSWERS = [
     return torch.multinomial(probs, num_samples=1).squeeze(-1)
 ''',
         "ignores the generator: the samples are not reproducible from a seed",
+        kind=Kind.PITFALL, names="ignores its `generator`",
     ),
     WrongAnswer(
-        NOTEBOOK, "task2__sample_with_temperature", "task2",
+        NOTEBOOK, *SAMPLER,
+        '''def sample_with_temperature(logits, temperature, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return torch.multinomial(probs, num_samples=1, generator=torch.Generator().manual_seed(0)).squeeze(-1)
+''',
+        "seeds a generator of its own instead of drawing from the one it is given",
+        kind=Kind.PITFALL, names="does not draw from the `generator`",
+    ),
+    WrongAnswer(
+        NOTEBOOK, *SAMPLER,
+        '''def sample_with_temperature(logits, temperature, generator=None):
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
+''',
+        "no special case for T = 0: logits / 0 gives inf and NaN, and torch.multinomial raises",
+        kind=Kind.PITFALL, names="greedy",
+    ),
+    WrongAnswer(
+        NOTEBOOK, *SAMPLER,
+        '''def sample_with_temperature(logits, temperature, generator=None):
+    if temperature == 0:
+        return logits.argmax()
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
+''',
+        "greedy with argmax() over the whole batch: one index into the flattened tensor instead of one per row",
+        kind=Kind.PITFALL, names="one token id per row",
+    ),
+    WrongAnswer(
+        NOTEBOOK, *SAMPLER,
+        '''def sample_with_temperature(logits, temperature, generator=None):
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = torch.softmax(logits / temperature, dim=-1)
+    return torch.multinomial(probs, num_samples=1, generator=generator)
+''',
+        "forgets to squeeze: torch.multinomial returns shape (B, 1), not (B,)",
+        kind=Kind.PITFALL, names="one token id per row",
+    ),
+    WrongAnswer(
+        NOTEBOOK, *SAMPLER,
         '''def sample_with_temperature(logits, temperature, generator=None):
     if temperature == 0:
         return logits.argmax(dim=-1)
@@ -38,17 +94,63 @@ WRONG_ANSWERS = [
     return torch.multinomial(weights / weights.sum(-1, keepdim=True), 1, generator=generator).squeeze(-1)
 ''',
         "an unstable softmax: exp(logits / T) overflows for small temperatures",
+        kind=Kind.PITFALL, names="exp overflows",
     ),
+    # top-k
     WrongAnswer(
-        NOTEBOOK, "nb02_top_k__answer", "nb02_top_k",
+        NOTEBOOK, *TOP_K,
         '''def top_k_filter(logits, k):
     kth_largest = logits.topk(k, dim=-1).values[-1]
     return logits.masked_fill(logits < kth_largest, float("-inf"))
 ''',
         "takes the k-th largest of the last row ([-1]) instead of each row's ([..., -1:]): right for one vector only",
+        kind=Kind.PITFALL, names="its own k-th largest",
     ),
     WrongAnswer(
-        NOTEBOOK, "nb02_top_p__answer", "nb02_top_p",
+        NOTEBOOK, *TOP_K,
+        '''def top_k_filter(logits, k):
+    keep = logits.topk(min(k, logits.shape[-1]), dim=-1).indices
+    filtered = torch.full_like(logits, float("-inf"))
+    return filtered.scatter(-1, keep, logits.gather(-1, keep))
+''',
+        "keeps exactly k indices: of two logits tied with the k-th largest, one is cut",
+        kind=Kind.PITFALL, names="ties",
+    ),
+    WrongAnswer(
+        NOTEBOOK, *TOP_K,
+        '''def top_k_filter(logits, k):
+    if k >= logits.shape[-1]:
+        return logits.clone()
+    kth_largest = logits.topk(k, dim=-1).values[..., -1:]
+    return logits.masked_fill(logits < kth_largest, 0.0)
+''',
+        "sets the cut logits to 0 instead of -inf: they keep a positive probability after the softmax",
+        kind=Kind.PITFALL, names="-inf",
+    ),
+    WrongAnswer(
+        NOTEBOOK, *TOP_K,
+        '''def top_k_filter(logits, k):
+    kth_largest = logits.topk(k, dim=-1).values[..., -1:]
+    return logits.masked_fill(logits < kth_largest, float("-inf"))
+''',
+        "forgets the case k >= V: logits.topk(k) raises when k exceeds the vocabulary",
+        kind=Kind.PITFALL, names="nothing is cut",
+    ),
+    WrongAnswer(
+        NOTEBOOK, *TOP_K,
+        '''def top_k_filter(logits, k):
+    if k >= logits.shape[-1]:
+        return logits
+    kth_largest = logits.topk(k, dim=-1).values[..., -1:]
+    logits[logits < kth_largest] = float("-inf")
+    return logits
+''',
+        "cuts the logits in place: the caller's tensor is changed",
+        kind=Kind.PITFALL, names="modified its input",
+    ),
+    # top-p
+    WrongAnswer(
+        NOTEBOOK, *TOP_P,
         '''def top_p_filter(logits, p):
     probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
     drop = (probs.cumsum(dim=-1) - probs) >= p
@@ -56,22 +158,53 @@ WRONG_ANSWERS = [
     return sorted_logits.masked_fill(drop, float("-inf"))
 ''',
         "returns the logits in sorted order: forgets to put the tokens back in their positions",
+        kind=Kind.PITFALL, names="original positions",
     ),
     WrongAnswer(
-        NOTEBOOK, "nb02_top_p__answer", "nb02_top_p",
+        NOTEBOOK, *TOP_P,
+        _TOP_P.format(drop="drop_sorted = probs.cumsum(dim=-1) > p"),
+        "drops the token that crosses p, so the nucleus holds less than p (and nothing at all when p is small)",
+        kind=Kind.PITFALL, names="always kept",
+    ),
+    WrongAnswer(
+        NOTEBOOK, *TOP_P,
+        _TOP_P.format(drop="drop_sorted = probs.cumsum(dim=-1) > p\n    drop_sorted[..., 0] = False"),
+        "keeps the most likely token but drops the one that crosses p: the nucleus holds less than p",
+        kind=Kind.PITFALL, names="crosses p",
+    ),
+    WrongAnswer(
+        NOTEBOOK, *TOP_P,
         '''def top_p_filter(logits, p):
-    probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
-    drop_sorted = probs.cumsum(dim=-1) > p
+    probs, order = logits.exp().sort(dim=-1, descending=True)
+    drop_sorted = probs.cumsum(dim=-1) - probs >= p
     drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
     return logits.masked_fill(drop, float("-inf"))
 ''',
-        "drops the token that crosses p, so the nucleus holds less than p (and nothing at all when p is small)",
+        "takes exp(logits) as the probabilities without normalising: right only for logits that are log-probs",
+        kind=Kind.PITFALL, names="softmax",
     ),
+    WrongAnswer(
+        NOTEBOOK, *TOP_P,
+        _TOP_P.replace('float("-inf")', "-1e9").format(drop="drop_sorted = probs.cumsum(dim=-1) - probs >= p"),
+        "sets the cut logits to -1e9 instead of -inf",
+        kind=Kind.PITFALL, names="-inf",
+    ),
+    # 11.2(b)
     WrongAnswer(
         NOTEBOOK, "ex11_2b__answer", "ex11_2b",
         "temperature_095 = 0.334\n",
         "copies the chapter's rounded 0.334 instead of computing the temperature",
+        kind=Kind.PITFALL, names="rounded",
     ),
+    WrongAnswer(
+        NOTEBOOK, "ex11_2b__answer", "ex11_2b",
+        '''u = (-1 + math.sqrt(1 + 4 * (1 / 0.95 - 1))) / 2
+temperature_095 = -math.log(u)
+''',
+        "solves for u = exp(-kappa) and reports kappa = 1/T instead of the temperature",
+        kind=Kind.PITFALL, names="kappa",
+    ),
+    # 11.2(c)
     WrongAnswer(
         NOTEBOOK, "ex11_2c__entropy_slope", "ex11_2c",
         _ENTROPY + '''
@@ -82,6 +215,7 @@ def entropy_slope(logits, kappa):
     return slope.item()
 ''',
         "differentiates with respect to T instead of kappa = 1/T (dH/dT has the opposite sign)",
+        kind=Kind.PITFALL, names="not T",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_2c__entropy_slope", "ex11_2c",
@@ -97,5 +231,18 @@ def entropy_slope(logits, kappa):
     return slope.item()
 ''',
         "an unstable softmax inside the entropy: exp overflows for widely spread logits (NaN)",
+        kind=Kind.PITFALL, names="log_softmax",
+    ),
+    WrongAnswer(
+        NOTEBOOK, "ex11_2c__entropy_slope", "ex11_2c",
+        _ENTROPY + '''
+
+def entropy_slope(logits, kappa):
+    probs = torch.softmax(kappa * logits, dim=-1)
+    mean = (probs * logits).sum()
+    return (-kappa * (probs * (logits - mean) ** 2).sum()).item()
+''',
+        "evaluates the derived formula -kappa Var(z) instead of differentiating entropy() by autograd",
+        kind=Kind.PITFALL, names="autograd",
     ),
 ]
