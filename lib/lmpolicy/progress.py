@@ -431,7 +431,9 @@ class ProgressTable(list):
         body = "".join(row(r, style=' style="font-weight:bold"' if r[0].startswith(("notebook", "course")) else "")
                        for r in self)
         note = f"<p>Written answers as last saved in <code>{html.escape(str(self.source))}</code>.</p>"
-        return f"<table>{row(self.HEADER, 'th')}{body}</table>{note}"
+        # JupyterLab right-aligns output tables; words read better left-aligned
+        style = "<style>.lmpolicy-progress td, .lmpolicy-progress th {text-align: left}</style>"
+        return f'{style}<table class="lmpolicy-progress">{row(self.HEADER, "th")}{body}</table>{note}'
 
     def __str__(self) -> str:
         rows = [self.HEADER, *self]

@@ -1,9 +1,12 @@
-"""A JupyterLab server started exactly as `make lab` starts it, and headless Chromium to drive it.
+"""JupyterLab servers started exactly as `make lab` (a student's) and `make instructor` start them,
+and headless Chromium to drive them.
 
-The server is `make lab` itself, with LAB_ARGS adding only what a test needs: no browser window,
-a free port and a token. Jupyter's config, data and runtime folders are the temporary ones that
-tests/conftest.py set up. The demo notebooks are opened from copies under test-artifacts/ (ignored by
-git), so nothing a test does in the browser can save outputs into the committed notebooks.
+The servers are the make targets themselves, with LAB_ARGS adding only what a test needs: no browser
+window, a free port and a token. Jupyter's config, data and runtime folders are the temporary ones that
+tests/conftest.py set up. The student's copy of the assignment that `make lab` makes is
+test-artifacts/browser-work/ch11 (CH11_COPY), made afresh for each test session, and the progress file
+is the session's own; the demo notebooks are opened from copies under test-artifacts/ (ignored by git),
+so nothing a test does in the browser can touch the committed notebooks or a real student's work.
 
 Chromium is Debian's (`apt-get install -y chromium`); Playwright's own browser download does not work
 on these machines. When LMPOLICY_REQUIRE_BROWSER is set (CI sets it) a missing Chromium fails the
@@ -11,6 +14,7 @@ tests instead of skipping them.
 """
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -41,6 +45,7 @@ class LabServer:
     base_url: str
     token: str
     log_path: Path
+    progress_file: Path  # the students' record the server's kernels write
 
     def url(self, path: str) -> str:
         """The address of `path` on this server, with the token so the browser is logged in."""
@@ -98,31 +103,35 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait(timeout=10)
 
 
-@pytest.fixture(scope="session")
-def lab_server(tmp_path_factory) -> LabServer:
-    """`make lab` on a free port with a token; stopped (with its kernels) after the tests."""
+STUDENT_COPY = "test-artifacts/browser-work/ch11"  # CH11_COPY: relative to the course folder
+
+
+def _serve(target: str, scratch: Path, **make_vars: str):
+    """`make <target>` on a free port with a token; yields the LabServer, stops it (with its kernels)."""
     if shutil.which("make") is None:
         pytest.fail("`make` is not installed: the course starts JupyterLab with `make lab`")
-    scratch = tmp_path_factory.mktemp("lab-server")
     settings_dir = scratch / "lab-user-settings"
     _write_lab_settings(settings_dir)
     token = secrets.token_hex(16)
     port = _free_port()
     lab_args = f"--no-browser --port={port} --port-retries=0 --IdentityProvider.token={token}"
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(settings_dir),
-               JUPYTERLAB_WORKSPACES_DIR=str(scratch / "lab-workspaces"))
+               JUPYTERLAB_WORKSPACES_DIR=str(scratch / "lab-workspaces"),
+               LMPOLICY_PROGRESS_FILE=str(scratch / "progress.json"))
     log_path = scratch / "jupyter-lab.log"
     # -o .venv/.installed: the suite already runs inside the installed venv, never reinstall here.
-    command = ["make", "--no-print-directory", "-o", ".venv/.installed", "lab", f"LAB_ARGS={lab_args}"]
+    command = ["make", "--no-print-directory", "-o", ".venv/.installed", target, f"LAB_ARGS={lab_args}",
+               *(f"{name}={value}" for name, value in make_vars.items())]
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
-    server = LabServer(base_url=f"http://127.0.0.1:{port}", token=token, log_path=log_path)
+    server = LabServer(base_url=f"http://127.0.0.1:{port}", token=token, log_path=log_path,
+                       progress_file=scratch / "progress.json")
     try:
         deadline = time.monotonic() + SERVER_START_TIMEOUT
         while True:
             if process.poll() is not None:
-                pytest.fail(f"`make lab` exited with code {process.returncode} before serving:\n"
+                pytest.fail(f"`make {target}` exited with code {process.returncode} before serving:\n"
                             f"{server.log()[-3000:]}")
             try:
                 if server.get("/api/status")[0] == 200:
@@ -138,6 +147,19 @@ def lab_server(tmp_path_factory) -> LabServer:
         _stop(process)
     with socket.socket() as sock:  # stopped means the port no longer answers
         assert sock.connect_ex(("127.0.0.1", port)) != 0, f"JupyterLab still answers on port {port}"
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory) -> LabServer:
+    """A student's `make lab`, with a fresh copy of the assignment in test-artifacts/browser-work/ch11."""
+    shutil.rmtree(ROOT / STUDENT_COPY, ignore_errors=True)
+    yield from _serve("lab", tmp_path_factory.mktemp("lab-server"), CH11_COPY=STUDENT_COPY)
+
+
+@pytest.fixture(scope="session")
+def instructor_lab_server(tmp_path_factory) -> LabServer:
+    """The instructor's `make instructor`."""
+    yield from _serve("instructor", tmp_path_factory.mktemp("instructor-lab-server"))
 
 
 @pytest.fixture(scope="session")
@@ -163,3 +185,37 @@ def artifacts_dir() -> Path:
     """test-artifacts/ at the repository root (ignored by git): screenshots and notebook copies."""
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def student_copy(lab_server) -> Path:
+    """The student's copy of ch11 that the lab server's `make lab` made."""
+    return ROOT / STUDENT_COPY
+
+
+def run_all_cells(page, name: str, artifacts_dir, attempts: int = 4) -> None:
+    """Run > Run All Cells, repeated until the code cells are really queued.
+
+    While the kernel is still connecting, JupyterLab can drop the request without a message (the
+    cells keep their empty prompt), so check that the first code cell's prompt became [*] or [n].
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout, expect
+
+    prompt = page.locator(".jp-CodeCell .jp-InputPrompt").first
+    for attempt in range(attempts):
+        try:
+            page.keyboard.press("Escape")  # close whatever menu, pop-up or dialog may be in the way
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click(timeout=15_000)
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click(timeout=15_000)
+            expect(prompt).to_have_text(re.compile(r"\[(\*|\d+)\]"), timeout=10_000)
+            return
+        except (AssertionError, PlaywrightTimeout):
+            page.screenshot(path=str(artifacts_dir / f"{name}-run-all-attempt-{attempt + 1}.png"))
+    pytest.fail(f"Run All Cells did not start the code cells of {name} after {attempts} tries "
+                f"(screenshots in test-artifacts/)")
+
+
+@pytest.fixture
+def run_all(artifacts_dir):
+    """``run_all(page, name)``: Run > Run All Cells on the page, retried until the cells are queued."""
+    return lambda page, name: run_all_cells(page, name, artifacts_dir)

@@ -5,7 +5,6 @@ test-artifacts/.
 The expected numbers are computed here from the chapter's formulas (or taken from the issue's
 table of exact values), not read from the demo code.
 """
-import re
 import shutil
 
 import numpy as np
@@ -26,7 +25,7 @@ def exact_kl_of_tilted_reference(x: float) -> float:
 
 
 @pytest.fixture
-def open_notebook(lab_server, chromium, artifacts_dir, repo_root):
+def open_notebook(lab_server, chromium, artifacts_dir, repo_root, run_all):
     """Open a copy of notebooks/<name>.ipynb in a fresh JupyterLab page and run all its cells."""
     copies = artifacts_dir / "browser-notebooks"
     copies.mkdir(exist_ok=True)
@@ -41,35 +40,13 @@ def open_notebook(lab_server, chromium, artifacts_dir, repo_root):
         page.goto(lab_server.url(f"/lab/tree/test-artifacts/browser-notebooks/{name}.ipynb") + "&reset")
         page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
         page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=RUN_TIMEOUT_MS)
-        run_all_cells(page, name, artifacts_dir)
+        run_all(page, name)
         return page
 
     yield open_and_run
     for name, page in pages:  # the page as the test left it: the first thing to look at after a failure
         page.screenshot(path=str(artifacts_dir / f"{name}-last-page.png"))
         page.close()
-
-
-def run_all_cells(page, name: str, artifacts_dir, attempts: int = 4) -> None:
-    """Run > Run All Cells, repeated until the code cells are really queued.
-
-    While the kernel is still connecting, JupyterLab can drop the request without a message (the
-    cells keep their empty prompt), so check that the first code cell's prompt became [*] or [n].
-    """
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout, expect
-
-    prompt = page.locator(".jp-CodeCell .jp-InputPrompt").first
-    for attempt in range(attempts):
-        try:
-            page.keyboard.press("Escape")  # close whatever menu, pop-up or dialog may be in the way
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click(timeout=15_000)
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click(timeout=15_000)
-            expect(prompt).to_have_text(re.compile(r"\[(\*|\d+)\]"), timeout=10_000)
-            return
-        except (AssertionError, PlaywrightTimeout):
-            page.screenshot(path=str(artifacts_dir / f"{name}-run-all-attempt-{attempt + 1}.png"))
-    pytest.fail(f"Run All Cells did not start the code cells of {name} after {attempts} tries "
-                f"(screenshots in test-artifacts/)")
 
 
 def wait_for_demo(page, demo_class: str, artifacts_dir):

@@ -1,0 +1,128 @@
+"""A student's feedback loop in a real JupyterLab (`make lab`) in headless Chromium.
+
+In the student's copy of notebook 01: type the softmax that forgets to subtract the maximum (a pitfall
+of the wrong-answer corpus), run the notebook, and read a short message naming the mistake, with no
+traceback; type a correct softmax, see ✓; and see the start page's count of done items go up by one.
+Screenshots of each step are saved under test-artifacts/feedback-*.png.
+"""
+import re
+import shutil
+
+import nbformat
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
+
+RUN_TIMEOUT_MS = 120_000  # kernel start, torch import and the notebook's cells on a busy 2-core machine
+MAX_MESSAGE_LINES = 8
+NOTEBOOK = "01_policy_softmax"
+ANSWER, CHECK = "nb01_softmax__answer", "nb01_softmax__tests"
+# A correct softmax, written for this test: shift by the largest logit along `dim`, then normalise.
+CORRECT_SOFTMAX = '''def softmax(logits, dim=-1):
+    shifted = logits - logits.amax(dim=dim, keepdim=True)
+    numerators = torch.exp(shifted)
+    return numerators / numerators.sum(dim=dim, keepdim=True)
+'''
+
+
+def the_pitfall():
+    from lmpolicy_grader.wrong_answers import WRONG_ANSWERS, Kind
+
+    (wrong,) = [w for w in WRONG_ANSWERS if w.cell == ANSWER and w.kind == Kind.PITFALL
+                and w.names == "subtract the maximum"]
+    return wrong
+
+
+def cell_index(notebook_path, grade_id: str) -> int:
+    cells = nbformat.read(notebook_path, as_version=4).cells
+    return next(i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def open_in_lab(page, lab_server, path: str):
+    # ?reset: a clean workspace, so only this notebook is open
+    page.goto(lab_server.url(f"/lab/tree/{path}") + "&reset")
+    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
+    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=RUN_TIMEOUT_MS)
+
+
+def replace_cell_code(page, index: int, code: str) -> None:
+    """Select all of a code cell's text and put ``code`` in its place (no auto-indent, no auto-brackets)."""
+    editor = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".cm-content")
+    editor.scroll_into_view_if_needed()
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(code)
+    page.keyboard.press("Escape")  # back to command mode, so Run All takes the new text
+
+
+def output_of(page, index: int, contains: str, screenshot):
+    """The text of cell ``index``'s output once it holds ``contains``; a screenshot of the output saved."""
+    from playwright.sync_api import expect
+
+    output = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea")
+    expect(output).to_contain_text(contains, timeout=RUN_TIMEOUT_MS)
+    output.scroll_into_view_if_needed()
+    output.screenshot(path=str(screenshot))
+    return output.text_content()
+
+
+def start_page_row(page, label: str) -> str:
+    """The text of the start page table's row whose first cell is ``label``."""
+    row = page.locator(".jp-OutputArea-output tr", has=page.locator("td", has_text=re.compile(f"^{re.escape(label)}$")))
+    row.first.wait_for(timeout=RUN_TIMEOUT_MS)
+    return " ".join(row.first.locator("td").all_inner_texts())
+
+
+def read_start_page(page, lab_server, run_all, copy_path: str) -> tuple[str, str]:
+    open_in_lab(page, lab_server, copy_path)
+    run_all(page, "00_start_here")
+    return start_page_row(page, f"notebook {NOTEBOOK}"), start_page_row(page, "course total")
+
+
+def items_done(row: str) -> int:
+    return int(re.search(r"(\d+) of \d+ items done", row).group(1))
+
+
+def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_count_goes_up(
+        lab_server, chromium, student_copy, artifacts_dir, repo_root, run_all):
+    from playwright.sync_api import expect
+
+    # the start page, opened from a copy so that running it never writes outputs into the committed one
+    copies = artifacts_dir / "browser-notebooks"
+    copies.mkdir(exist_ok=True)
+    shutil.copy(repo_root / "notebooks" / "00_start_here.ipynb", copies / "00_start_here.ipynb")
+    start_copy = "test-artifacts/browser-notebooks/00_start_here.ipynb"
+    notebook_path = student_copy / f"{NOTEBOOK}.ipynb"
+    answer, check = cell_index(notebook_path, ANSWER), cell_index(notebook_path, CHECK)
+    page = chromium.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    try:
+        before_notebook, before_course = read_start_page(page, lab_server, run_all, start_copy)
+        page.screenshot(path=str(artifacts_dir / "feedback-start-page-before.png"))
+        # a student's lab has no instructor menu and no course list that cannot load
+        assert "Nbgrader" not in page.locator(".lm-MenuBar").inner_text()
+        assert page.get_by_text("Error fetching courses").count() == 0
+
+        open_in_lab(page, lab_server, f"{student_copy.relative_to(repo_root)}/{NOTEBOOK}.ipynb")
+        pitfall = the_pitfall()
+        replace_cell_code(page, answer, pitfall.source)
+        run_all(page, NOTEBOOK)  # stops at the first failing cell: the softmax check
+        shown = output_of(page, check, "Check failed", artifacts_dir / "feedback-pitfall.png")
+        lines = [line for line in shown.strip().splitlines() if line.strip()]
+        assert len(lines) <= MAX_MESSAGE_LINES, f"the message has {len(lines)} lines:\n{shown}"
+        assert pitfall.names in shown, f"the message does not say {pitfall.names!r}:\n{shown}"
+        assert "Traceback" not in shown and "checks.py" not in shown and "site-packages" not in shown, shown
+
+        replace_cell_code(page, answer, CORRECT_SOFTMAX)
+        run_all(page, NOTEBOOK)  # now passes the softmax check, stops at 11.1(a)'s stub
+        passed = output_of(page, check, "\u2713 softmax passed the visible checks", artifacts_dir / "feedback-passed.png")
+        assert "Check failed" not in passed
+
+        after_notebook, after_course = read_start_page(page, lab_server, run_all, start_copy)
+        page.screenshot(path=str(artifacts_dir / "feedback-start-page-after.png"))
+        assert items_done(after_notebook) == items_done(before_notebook) + 1, (before_notebook, after_notebook)
+        assert items_done(after_course) == items_done(before_course) + 1, (before_course, after_course)
+        expect(page.locator(".jp-OutputArea-output tr", has_text="a numerically stable softmax")).to_contain_text("passed")
+    finally:
+        page.screenshot(path=str(artifacts_dir / "feedback-last-page.png"))
+        page.close()
