@@ -3,7 +3,8 @@ PYTHON   ?= python3
 VENV     := .venv
 BIN      := $(CURDIR)/$(VENV)/bin
 STAMP    := $(VENV)/.installed
-# nbgrader runs `alembic` as a subprocess: the venv's bin/ must be on PATH.
+# Shells started from here (recipes, the terminals of `make lab`) find the venv's jupyter, nbgrader
+# and python first; Python processes of the grader need no help (nbgrader_config.py sees to alembic).
 export PATH := $(BIN):$(PATH)
 export PYTHONHASHSEED := 0
 
@@ -16,7 +17,6 @@ $(VENV)/bin/python:
 $(STAMP): $(VENV)/bin/python requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	$(BIN)/jupyter labextension list 2>&1 | grep -q nbgrader || true
 	touch $(STAMP)
 
 install: $(STAMP)

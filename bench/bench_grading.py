@@ -1,6 +1,7 @@
 """Grading speed, measured side by side (run from the repository root):
 
-    .venv/bin/python bench/bench_grading.py [--students 20] [--workers 2] [--notebooks 01_policy_softmax,07_logprob_plumbing]
+    .venv/bin/python bench/bench_grading.py [--part one|class|gradebook] [--students 20] [--workers 2]
+        [--notebooks 01_policy_softmax,07_logprob_plumbing]
 
 1. A class of N students (copies of the reference, typical-mistakes and blank examples), graded
    (a) by stock `nbgrader autograde ch11 --force` in one process, and
@@ -11,12 +12,17 @@
    other, in the stock python3 kernel, vs. grading it with the course command (worker start-up,
    sanitizing, guard, gradebook, feedback included), with 1 worker and with W workers.
    Goal: grading / bare <= 1.3.
+3. The gradebook under concurrent writers (``--part gradebook``, not part of ``all``): W processes
+   each write S submissions the way Autograde does (one session creates the submission, the next
+   stores its grades), with SQLite's own locking alone and with the grader's ``.gradebook.lock``;
+   then one session that holds its write transaction for 6 s while another process writes.
+   Reported: seconds, failed sessions, and the rows that arrived.
 
 Everything runs in a temporary copy of the course; the repository is not touched.
 """
 from __future__ import annotations
 
-import argparse
+import multiprocessing
 import os
 import platform
 import shutil
@@ -24,7 +30,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
+
+import tyro
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -87,25 +98,33 @@ def bare_execution(root: Path) -> float:
     return time.perf_counter() - started
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--students", type=int, default=20)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
-    parser.add_argument("--notebooks", default="", help="comma-separated subset of notebooks (default: all)")
-    parser.add_argument("--part", choices=("both", "one", "class"), default="both",
-                        help="measure one submission, the class, or both")
-    args = parser.parse_args()
-    os.environ["PATH"] = str(BIN) + os.pathsep + os.environ["PATH"]
-    notebooks = [n for n in args.notebooks.split(",") if n]
+@dataclass
+class Settings:
+    students: int = 20
+    """class size for part 'class'"""
+    workers: int = os.cpu_count() or 2
+    """worker processes of the course's grader (and writers of part 'gradebook')"""
+    notebooks: str = ""
+    """comma-separated subset of notebooks (default: all)"""
+    part: Literal["both", "one", "class", "gradebook"] = "both"
+    """measure one submission, the class, both, or the gradebook under concurrent writers"""
+    sessions: int = 100
+    """submissions each writer of part 'gradebook' writes"""
+
+
+def main(s: Settings) -> None:
+    print(f"machine: {os.cpu_count()} cores, {_cpu_model()}; notebooks: {s.notebooks or 'all'}")
+    if s.part == "gradebook":
+        gradebook_contention(s.workers, s.sessions)
+        return
+    notebooks = [n for n in s.notebooks.split(",") if n]
     python, nbgrader = str(BIN / "python"), str(BIN / "nbgrader")
     course = [python, "-m", "lmpolicy_grader", "grade", "--no-release", "--no-examples"]
-    print(f"machine: {os.cpu_count()} cores, {_cpu_model()}; notebooks: {', '.join(notebooks) or 'all'}")
-
     root = make_course(notebooks)
-    if args.part != "class":
-        one_submission(root, course, args.workers)
-    if args.part != "one":
-        whole_class(root, course, nbgrader, args.students, args.workers)
+    if s.part != "class":
+        one_submission(root, course, s.workers)
+    if s.part != "one":
+        whole_class(root, course, nbgrader, s.students, s.workers)
     shutil.rmtree(root)
 
 
@@ -128,5 +147,87 @@ def whole_class(root: Path, course: list[str], nbgrader: str, size: int, workers
     print(f"  lmpolicy_grader grade, {workers} workers               {parallel:7.1f} s   speed-up {stock / parallel:.2f}x (goal >= 1.7x)")
 
 
+# --- the gradebook under concurrent writers ------------------------------------------------------
+
+def _new_gradebook(folder: Path) -> str:
+    from nbgrader.api import Gradebook
+
+    from lmpolicy_grader.grading import load_config
+    load_config(REPO)  # the course's nbgrader_config.py puts nbgrader's `alembic` on PATH
+    url = f"sqlite:///{folder / 'gradebook.db'}"
+    with Gradebook(url, "lm-policy") as gradebook:
+        gradebook.update_or_create_assignment("ch11")
+        gradebook.add_notebook("01", "ch11")
+        for number in range(6):
+            gradebook.add_grade_cell(f"ex{number}__tests", "01", "ch11", max_score=1, cell_type="code")
+            gradebook.add_solution_cell(f"ex{number}__answer", "01", "ch11")
+    return url
+
+
+def _writer(url: str, lock: str | None, name: str, sessions: int, hold_seconds: float, answers) -> None:
+    import warnings
+
+    from nbgrader.api import Gradebook
+    from lmpolicy_grader.grading import serialise_gradebook_sessions
+    warnings.simplefilter("ignore")  # nbgrader's SQLAlchemy warns on every submission
+    if lock:
+        serialise_gradebook_sessions(Path(lock))
+    failures = []
+    for number in range(sessions):
+        student = f"{name}-{number}"
+        try:
+            with Gradebook(url, "lm-policy") as gradebook:
+                gradebook.update_or_create_student(student)
+                gradebook.update_or_create_submission("ch11", student)
+            with Gradebook(url, "lm-policy") as gradebook:
+                for grade in gradebook.find_submission_notebook("01", "ch11", student).grades:
+                    grade.auto_score = 1.0
+                gradebook.db.flush()  # the UPDATEs reach SQLite: this session now holds the write lock
+                time.sleep(hold_seconds)  # ... for long: a slow disk, a descheduled worker
+                gradebook.db.commit()
+        except Exception as error:
+            failures.append(f"{type(error).__name__}: {str(error).splitlines()[0][:60]}")
+    answers.put(failures)
+
+
+def _write_at_once(writers: list[tuple[str, int, float]], locked: bool) -> tuple[float, list[str], int]:
+    """(seconds, failures, graded submissions) when ``writers`` (name, sessions, hold) write one gradebook."""
+    from nbgrader.api import Gradebook
+    folder = Path(tempfile.mkdtemp(prefix="bench-gradebook-"))
+    url = _new_gradebook(folder)
+    context = multiprocessing.get_context("fork")
+    answers = context.Queue()
+    lock = str(folder / ".gradebook.lock") if locked else None
+    processes = [context.Process(target=_writer, args=(url, lock, name, sessions, hold, answers))
+                 for name, sessions, hold in writers]
+    started = time.perf_counter()
+    for process in processes:
+        process.start()
+        time.sleep(0.5 if writers[0][2] else 0)  # the slow session starts first
+    failures = sum((answers.get() for _ in processes), [])
+    seconds = time.perf_counter() - started
+    for process in processes:
+        process.join()
+    with Gradebook(url, "lm-policy") as gradebook:
+        graded = sum(all(g.auto_score == 1.0 for g in s.notebooks[0].grades)
+                     for s in gradebook.assignment_submissions("ch11"))
+    shutil.rmtree(folder)
+    return seconds, failures, graded
+
+
+def gradebook_contention(workers: int, sessions: int) -> None:
+    print(f"\nthe gradebook (SQLite) under {workers} concurrent writers, {sessions} submissions each")
+    for locked in (False, True):
+        seconds, failures, graded = _write_at_once([(f"w{n}", sessions, 0.0) for n in range(workers)], locked)
+        print(f"  {'with .gradebook.lock' if locked else 'SQLite locking alone':22} {seconds:6.1f} s   "
+              f"{len(failures)} failed sessions, {graded}/{workers * sessions} submissions graded   "
+              f"{Counter(failures).most_common(2)}")
+    print("one session holding its write for 6 s while another process writes one submission")
+    for locked in (False, True):
+        seconds, failures, graded = _write_at_once([("slow", 1, 6.0), ("other", 1, 0.0)], locked)
+        print(f"  {'with .gradebook.lock' if locked else 'SQLite locking alone':22} {seconds:6.1f} s   "
+              f"{len(failures)} failed sessions, {graded}/2 submissions graded   {Counter(failures).most_common(2)}")
+
+
 if __name__ == "__main__":
-    main()
+    main(tyro.cli(Settings, description=__doc__.splitlines()[0]))

@@ -24,6 +24,7 @@ from nbgrader.api import MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 
 from lmpolicy_grader.grading import load_outcomes
+from lmpolicy_grader.status import Status
 
 DEFAULT_DESTINATION = "nbgrader_export.csv"
 
@@ -32,7 +33,7 @@ def _failures(course_root: Path) -> dict[str, list[str]]:
     """student -> ["notebook: reason", ...] for every notebook the last grading marked failed."""
     failed = defaultdict(list)
     for outcome in load_outcomes(course_root):
-        if outcome.status == "failed":
+        if outcome.status == Status.FAILED:
             failed[outcome.student].append(f"{outcome.notebook}: {outcome.reason or 'failed'}")
     return failed
 
@@ -69,7 +70,7 @@ class StatusCsvExportPlugin(CsvExportPlugin):
             problems = list(failures.get(row["student_id"], []))
             if submitted and not graded and not problems:
                 problems.append("submitted, but not in the gradebook: autograding failed (see its log)")
-            row["status"] = "FAILED" if problems else ("graded" if graded else "missing")
+            row["status"] = Status.FAILED if problems else (Status.GRADED if graded else Status.MISSING)
             row["problems"] = "; ".join(problems)
             if problems:  # as in grades.csv: no number for what was not graded, so no sum counts it as 0
                 row["raw_score"] = row["score"] = ""

@@ -4,8 +4,11 @@ One unit of work is one student's notebook. The parent imports nbgrader once and
 (so start-up is paid once in all, not once per student or per worker); each worker grades unit
 after unit (``Autograde`` with ``student_id`` and ``notebook_id`` set, ``force=True``, the course's
 ``nbgrader_config.py``), then writes that notebook's feedback. The gradebook is SQLite: every
-nbgrader ``Gradebook`` session in a worker holds an exclusive file lock (``.gradebook.lock``), so
-no two processes ever write it at once; sessions last milliseconds, execution runs unlocked.
+nbgrader ``Gradebook`` session in a worker holds an exclusive file lock (``.gradebook.lock``, a
+``filelock.FileLock``), so no two processes ever write it at once; sessions last milliseconds,
+execution runs unlocked. SQLite's own locking alone lost no write in ``bench/bench_grading.py --part
+gradebook``, but it gives up with "database is locked" after 5 s of waiting, which a loaded machine
+can reach; with the lock a worker waits its turn instead.
 
 The parent process hands out units, collects one ``Outcome`` per unit, and notices a worker that
 dies: its unit is reported FAILED, a fresh worker takes over, and no other grade is lost.
@@ -13,7 +16,6 @@ Invalid notebooks are found before any worker starts and are reported FAILED, ne
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import multiprocessing
@@ -25,6 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
+from filelock import FileLock
+
+from lmpolicy_grader.preprocessors.incidents import INCIDENTS, Incident
+from lmpolicy_grader.status import Status
 
 ASSIGNMENT = "ch11"
 STATUS_FILE = "grading_status.json"
@@ -36,10 +42,13 @@ class Outcome:
     """How grading one student's notebook went."""
     student: str
     notebook: str
-    status: str                 # "graded", "failed" or "missing"
+    status: Status              # GRADED, FAILED or MISSING
     reason: str = ""            # why it failed, in words an instructor can act on
     incidents: list = field(default_factory=list)  # timeouts, tampering, restored cells, cut output
     seconds: float = 0.0
+
+    def __post_init__(self):
+        self.status = Status(self.status)  # read back from grading_status.json as a plain string
 
 
 def load_config(course_root: Path):
@@ -74,31 +83,12 @@ def invalid_notebook_reason(path: Path) -> str | None:
 
 # --- the gradebook lock (installed in worker processes) -----------------------------------------
 
-class _GradebookLock:
-    """An exclusive, re-entrant, inter-process lock held for the life of each Gradebook session."""
-
-    def __init__(self, path: Path):
-        self.path, self.depth, self.handle = Path(path), 0, None
-
-    def acquire(self) -> None:
-        if self.depth == 0:
-            self.handle = open(self.path, "a")
-            fcntl.flock(self.handle, fcntl.LOCK_EX)
-        self.depth += 1
-
-    def release(self) -> None:
-        self.depth -= 1
-        if self.depth == 0:
-            fcntl.flock(self.handle, fcntl.LOCK_UN)
-            self.handle.close()
-
-
 def serialise_gradebook_sessions(lock_path: Path):
     """Make every nbgrader Gradebook in this process hold ``lock_path`` from creation to close().
 
     Returns a function that undoes it."""
     from nbgrader.api import Gradebook
-    lock = _GradebookLock(lock_path)
+    lock = FileLock(lock_path)  # re-entrant: a session opened inside another one does not wait for itself
     original_init, original_close = Gradebook.__init__, Gradebook.close
 
     def locked_init(self, *args, **kwargs):
@@ -143,28 +133,26 @@ def grade_unit(course_root: Path, config, student: str, notebook: str,
     from nbgrader.converters import Autograde, GenerateFeedback
     from nbgrader.coursedir import CourseDirectory
 
-    from lmpolicy_grader import preprocessors
-
     started = time.monotonic()
-    preprocessors.INCIDENTS.clear()
+    INCIDENTS.clear()
     coursedir = CourseDirectory(config=config, root=str(course_root))
     coursedir.assignment_id, coursedir.student_id, coursedir.notebook_id = assignment, student, notebook
     errors = _ErrorLog()
-    status, reason = "graded", ""
+    status, reason = Status.GRADED, ""
     try:
         autograde = Autograde(coursedir=coursedir, config=config)
         autograde.force = True
         autograde.log.addHandler(errors)
         autograde.start()
     except Exception as error:
-        status = "failed"
-        failures = [i for i in preprocessors.INCIDENTS if i["kind"] == "failed"]
+        status = Status.FAILED
+        failures = [i for i in INCIDENTS if i["kind"] == Incident.FAILED]
         reason = failures[-1]["message"] if failures else _first_cause(errors.lines, error)
-    if status == "graded" and feedback:
+    if status == Status.GRADED and feedback:
         generate = GenerateFeedback(coursedir=coursedir, config=config)
         generate.force = True
         generate.start()
-    incidents = [i for i in preprocessors.INCIDENTS if i["kind"] != "failed"]
+    incidents = [i for i in INCIDENTS if i["kind"] != Incident.FAILED]
     return Outcome(student, notebook, status, reason, incidents, round(time.monotonic() - started, 2))
 
 
@@ -175,7 +163,6 @@ def _first_cause(lines: list[str], error: Exception) -> str:
 
 
 def _worker(course_root: str, assignment: str, feedback: bool, tasks, results) -> None:
-    os.environ["PATH"] = os.path.dirname(os.sys.executable) + os.pathsep + os.environ.get("PATH", "")
     serialise_gradebook_sessions(Path(course_root) / LOCK_FILE)
     config = load_config(Path(course_root))
     quiet = logging.getLogger("traitlets")  # nbgrader's converters log here; the report says what matters
@@ -206,9 +193,9 @@ def grade_class(course_root: Path, students: list[str] | None = None, workers: i
         for notebook in notebooks:
             path = course_root / "submitted" / student / assignment / f"{notebook}.ipynb"
             if not path.exists():
-                outcomes.append(Outcome(student, notebook, "missing", "not submitted"))
+                outcomes.append(Outcome(student, notebook, Status.MISSING, "not submitted"))
             elif (reason := invalid_notebook_reason(path)) is not None:
-                outcomes.append(Outcome(student, notebook, "failed", reason))
+                outcomes.append(Outcome(student, notebook, Status.FAILED, reason))
             else:
                 units.append((student, notebook))
     workers = max(1, min(workers or os.cpu_count() or 1, len(units) or 1))
@@ -222,7 +209,7 @@ def _run_workers(course_root: Path, assignment: str, feedback: bool, units: list
     # Import nbgrader once here, then fork: every worker starts with it loaded (no second ~5 s start-up).
     import nbgrader.converters  # noqa: F401
 
-    import lmpolicy_grader.preprocessors  # noqa: F401
+    import lmpolicy_grader.preprocessors  # noqa: F401  (the course's preprocessors, loaded once too)
     context = multiprocessing.get_context("fork")
     results = context.Queue()
     pending = list(reversed(units))
@@ -251,7 +238,7 @@ def _run_workers(course_root: Path, assignment: str, feedback: bool, units: list
         except queue.Empty:
             for slot, (process, tasks, unit) in list(running.items()):
                 if unit is not None and not process.is_alive() and results.empty():
-                    outcomes.append(Outcome(unit[0], unit[1], "failed",
+                    outcomes.append(Outcome(unit[0], unit[1], Status.FAILED,
                                             f"the grader's worker process died (exit code {process.exitcode}) "
                                             "while grading it"))
                     log(f"  FAILED {unit[0]}/{unit[1]}: worker died")

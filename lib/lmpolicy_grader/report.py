@@ -11,9 +11,10 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from lmpolicy.progress import exercise_key
 from lmpolicy_grader.grading import ASSIGNMENT, Outcome, load_config
-
-GRADED, PENDING, FAILED, MISSING, TAMPERING = "graded", "pending manual", "FAILED", "missing", "tampering"
+from lmpolicy_grader.preprocessors.incidents import Incident
+from lmpolicy_grader.status import Status
 
 
 @dataclass
@@ -23,12 +24,8 @@ class ExerciseRow:
     exercise: str
     score: float | None   # None when there is nothing to report (FAILED, or only a pending manual part)
     max_score: float
-    status: str
+    status: Status
     reason: str = ""
-
-
-def _exercise(grade_id: str) -> str:
-    return grade_id.split("__", 1)[0]
 
 
 def exercise_rows(course_root: Path, outcomes: list[Outcome], assignment: str = ASSIGNMENT) -> list[ExerciseRow]:
@@ -41,16 +38,16 @@ def exercise_rows(course_root: Path, outcomes: list[Outcome], assignment: str = 
             cells = gradebook.find_notebook(outcome.notebook, assignment).grade_cells
             maxima = defaultdict(float)
             for cell in cells:
-                maxima[_exercise(cell.name)] += cell.max_score
-            if outcome.status != "graded":
-                status = MISSING if outcome.status == "missing" else FAILED
-                rows += [ExerciseRow(outcome.student, outcome.notebook, exercise, 0.0 if status == MISSING else None,
-                                     maximum, status, outcome.reason) for exercise, maximum in maxima.items()]
+                maxima[exercise_key(cell.name)] += cell.max_score
+            if outcome.status != Status.GRADED:  # MISSING scores 0; FAILED has no score
+                rows += [ExerciseRow(outcome.student, outcome.notebook, exercise,
+                                     0.0 if outcome.status == Status.MISSING else None,
+                                     maximum, outcome.status, outcome.reason) for exercise, maximum in maxima.items()]
                 continue
             try:
                 grades = gradebook.find_submission_notebook(outcome.notebook, assignment, outcome.student).grades
             except MissingEntry:
-                rows += [ExerciseRow(outcome.student, outcome.notebook, exercise, None, maximum, FAILED,
+                rows += [ExerciseRow(outcome.student, outcome.notebook, exercise, None, maximum, Status.FAILED,
                                      "graded, but the gradebook has no grades for it")
                          for exercise, maximum in maxima.items()]
                 continue
@@ -61,24 +58,24 @@ def exercise_rows(course_root: Path, outcomes: list[Outcome], assignment: str = 
 def _graded_rows(outcome: Outcome, grades, maxima) -> list[ExerciseRow]:
     by_exercise = defaultdict(list)
     for grade in grades:
-        by_exercise[_exercise(grade.name)].append(grade)
+        by_exercise[exercise_key(grade.name)].append(grade)
     notes = defaultdict(list)
     for incident in outcome.incidents:
         if incident.get("cell"):
-            notes[_exercise(incident["cell"])].append(incident)
+            notes[exercise_key(incident["cell"])].append(incident)
     rows = []
     for exercise, maximum in maxima.items():
         exercise_grades = by_exercise[exercise]
-        tampered = [i["message"] for i in notes[exercise] if i["kind"] == "tampering"]
+        tampered = [i["message"] for i in notes[exercise] if i["kind"] == Incident.TAMPERING]
         waiting = [g for g in exercise_grades if g.needs_manual_grade and g.manual_score is None]
         pending = bool(waiting)
         reason = "; ".join(i["message"] for i in notes[exercise])
         if tampered:
-            status, reason = TAMPERING, tampered[0]
+            status, reason = Status.TAMPERING, tampered[0]
         elif pending:
-            status = PENDING
+            status = Status.PENDING
         else:
-            status = GRADED
+            status = Status.GRADED
         scored = [g.score for g in exercise_grades if g not in waiting]  # a manual score counts once given
         score = float(sum(x or 0.0 for x in scored)) if scored else None  # autograded parts, when pending
         rows.append(ExerciseRow(outcome.student, outcome.notebook, exercise, score, maximum, status, reason))
@@ -96,14 +93,12 @@ def write_csv(rows: list[ExerciseRow], path: Path) -> None:
 
 
 def _cell(row: ExerciseRow) -> str:
-    if row.status == FAILED:
-        return "FAILED"
-    if row.status == MISSING:
-        return "missing"
-    if row.status == PENDING:
+    if row.status in (Status.FAILED, Status.MISSING):
+        return row.status
+    if row.status == Status.PENDING:
         return "pending" if row.score is None else f"{row.score:g}+?/{row.max_score:g}"
     mark = f"{row.score:g}/{row.max_score:g}"
-    return mark + (" tamper" if row.status == TAMPERING else "")
+    return mark + (" tamper" if row.status == Status.TAMPERING else "")
 
 
 def format_table(rows: list[ExerciseRow]) -> str:
@@ -122,11 +117,11 @@ def format_table(rows: list[ExerciseRow]) -> str:
         mine = [r for r in rows if r.student == student]
         scored = [r for r in mine if r.score is not None]
         totals.append(f"{sum(r.score for r in scored):g}/{sum(r.max_score for r in mine):g}")
-        for status in (FAILED, PENDING, TAMPERING):
+        for status in (Status.FAILED, Status.PENDING, Status.TAMPERING):
             count = sum(r.status == status for r in mine)
             if count:
                 attention.append(f"{student}: {count} exercise(s) {status}")
     lines.append("total (scored so far)".ljust(label) + "".join(t.rjust(width) for t in totals))
-    failures = sorted({(r.student, r.notebook, r.reason) for r in rows if r.status == FAILED})
+    failures = sorted({(r.student, r.notebook, r.reason) for r in rows if r.status == Status.FAILED})
     lines += [""] + attention + [f"FAILED {s}/{n}: {why}" for s, n, why in failures]
     return "\n".join(lines)

@@ -16,7 +16,9 @@ from nbgrader.api import Gradebook
 from lmpolicy_grader.examples import mistake_rounds
 from lmpolicy_grader.wrong_answers import WRONG_ANSWERS
 from lmpolicy_grader.grading import load_config
-from lmpolicy_grader.report import TAMPERING, exercise_rows
+from lmpolicy.progress import exercise_key
+from lmpolicy_grader.report import exercise_rows
+from lmpolicy_grader.status import Status
 
 from .conftest import CH11_EDITED_SETUP_SOURCE, CH11_EDITED_SETUP_STUDENT, CH11_HOSTILE_STUDENT
 
@@ -35,7 +37,7 @@ def _autograded(root, student):
                 continue
             for grade in grades:
                 if grade.cell_type == "code":  # autograded test cells (manual answers are markdown)
-                    key = (notebook.name, grade.name.split("__")[0])
+                    key = (notebook.name, exercise_key(grade.name))
                     scores[key][0] += grade.score or 0.0
                     scores[key][1] += grade.max_score
     return {key: tuple(value) for key, value in scores.items()}
@@ -48,13 +50,13 @@ def _test_cells(root):
         for notebook in gradebook.find_assignment("ch11").notebooks:
             for cell in notebook.grade_cells:
                 if cell.cell_type == "code":
-                    counts[(notebook.name, cell.name.split("__")[0])] += 1
+                    counts[(notebook.name, exercise_key(cell.name))] += 1
     return counts
 
 
 def test_every_notebook_graded_without_failure(ch11_class):
     _, _, outcomes = ch11_class
-    failed = [(o.student, o.notebook, o.reason) for o in outcomes if o.status == "failed"]
+    failed = [(o.student, o.notebook, o.reason) for o in outcomes if o.status == Status.FAILED]
     assert not failed, failed
 
 
@@ -104,8 +106,8 @@ def test_calling_the_library_earns_nothing_and_tampering_scores_zero(ch11_class)
     assert "LibraryShortcutUsed" in autograded
     outcome = next(o for o in outcomes if o.student == CH11_HOSTILE_STUDENT and o.notebook == "07_logprob_plumbing")
     rows = {r.exercise: r for r in exercise_rows(root, [outcome])}
-    assert rows["task1b"].status == TAMPERING and "check_close" in rows["task1b"].reason
-    assert rows["task1a"].status != TAMPERING
+    assert rows["task1b"].status == Status.TAMPERING and "check_close" in rows["task1b"].reason
+    assert rows["task1a"].status != Status.TAMPERING
 
 
 def test_a_broken_locked_setup_cell_is_put_back_and_costs_nothing(ch11_class):
@@ -115,6 +117,6 @@ def test_a_broken_locked_setup_cell_is_put_back_and_costs_nothing(ch11_class):
     assert scores, "notebook 01 was not graded"
     assert {key: (s, m) for key, (s, m) in scores.items() if s != m} == {}
     outcome = next(o for o in outcomes if o.student == CH11_EDITED_SETUP_STUDENT and o.notebook == "01_policy_softmax")
-    assert outcome.status == "graded", outcome.reason
+    assert outcome.status == Status.GRADED, outcome.reason
     autograded = (root / "autograded" / CH11_EDITED_SETUP_STUDENT / "ch11" / "01_policy_softmax.ipynb").read_text()
     assert CH11_EDITED_SETUP_SOURCE not in autograded

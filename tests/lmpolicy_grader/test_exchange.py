@@ -12,6 +12,7 @@ from nbgrader.exchange.default import submit as default_submit
 from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.grading import grade_class, load_config
 from lmpolicy_grader.report import exercise_rows
+from lmpolicy_grader.status import Status
 
 from . import tiny_course
 
@@ -62,7 +63,7 @@ def test_release_fetch_submit_collect_grade(tmp_path, monkeypatch):
     assert sorted(p.name for p in (root / "submitted").iterdir()) == sorted(ANSWERS)
 
     outcomes = grade_class(root, workers=2, log=lambda _: None)
-    assert [o.status for o in outcomes] == ["graded"] * len(ANSWERS)
+    assert [o.status for o in outcomes] == [Status.GRADED] * len(ANSWERS)
     for outcome in outcomes:
         rows = {r.exercise: r.score for r in exercise_rows(root, [outcome]) if r.exercise != "ex3"}
         assert rows == ANSWERS[outcome.student][1], outcome.student

@@ -14,7 +14,8 @@ from nbgrader.api import Gradebook
 
 from lmpolicy_grader.__main__ import report
 from lmpolicy_grader.grading import grade_class, load_config, load_outcomes
-from lmpolicy_grader.report import FAILED, GRADED, PENDING, TAMPERING, exercise_rows
+from lmpolicy_grader.report import exercise_rows
+from lmpolicy_grader.status import Status
 
 from . import tiny_course
 
@@ -34,28 +35,28 @@ def test_hostile_submission_gets_its_expected_outcome(tiny_class, student):
     assert outcome.status == expected_status, outcome
     assert reason_words in outcome.reason
     rows = _rows(root, student)
-    if expected_status == "failed":
-        assert {row.status for row in rows.values()} == {FAILED}
+    if expected_status == Status.FAILED:
+        assert {row.status for row in rows.values()} == {Status.FAILED}
         assert all(row.score is None for row in rows.values()), "a notebook that failed must not show a score"
         return
     assert {ex: rows[ex].score for ex in expected_scores} == expected_scores
-    assert rows["ex3"].status == PENDING and rows["ex3"].score is None
+    assert rows["ex3"].status == Status.PENDING and rows["ex3"].score is None
     tampered = tiny_course.TAMPERED.get(student)
-    assert [ex for ex, row in rows.items() if row.status == TAMPERING] == ([tampered] if tampered else [])
+    assert [ex for ex, row in rows.items() if row.status == Status.TAMPERING] == ([tampered] if tampered else [])
 
 
 def test_blank_release_scores_zero_on_every_part(tiny_class):
     root, outcomes = tiny_class
-    assert outcomes["blank"].status == "graded"
+    assert outcomes["blank"].status == Status.GRADED
     assert {ex: (row.score, row.status) for ex, row in _rows(root, "blank").items()} == \
-        {"ex1": (0, GRADED), "ex2": (0, GRADED), "ex3": (0, GRADED)}
+        {"ex1": (0, Status.GRADED), "ex2": (0, Status.GRADED), "ex3": (0, Status.GRADED)}
 
 
 def test_invalid_json_is_failed_with_its_reason(tiny_class):
     root, outcomes = tiny_class
-    assert outcomes["invalid_json"].status == "failed"
+    assert outcomes["invalid_json"].status == Status.FAILED
     assert "invalid notebook" in outcomes["invalid_json"].reason
-    assert all(row.status == FAILED and row.score is None for row in _rows(root, "invalid_json").values())
+    assert all(row.status == Status.FAILED and row.score is None for row in _rows(root, "invalid_json").values())
 
 
 def test_grades_csv_has_a_status_column_and_no_score_for_failures(tiny_class):
@@ -65,8 +66,8 @@ def test_grades_csv_has_a_status_column_and_no_score_for_failures(tiny_class):
         records = list(csv.DictReader(handle))
     assert {"student", "exercise", "score", "max_score", "status", "reason"} <= set(records[0])
     failed = [r for r in records if r["student"] == "os_exit"]
-    assert failed and all(r["status"] == FAILED and r["score"] == "" and "kernel died" in r["reason"] for r in failed)
-    assert {r["status"] for r in records if r["student"] == "reference"} == {GRADED, PENDING}
+    assert failed and all(r["status"] == Status.FAILED and r["score"] == "" and "kernel died" in r["reason"] for r in failed)
+    assert {r["status"] for r in records if r["student"] == "reference"} == {Status.GRADED, Status.PENDING}
 
 
 def _feedback(root, student):
@@ -78,6 +79,23 @@ def test_feedback_hides_hidden_tests_but_keeps_their_message(tiny_class):
     html = _feedback(root, "wrong")  # passes the visible check, fails the hidden one
     assert "hidden check of double failed" in html
     assert "BEGIN HIDDEN TESTS" not in html and "double([-3.0, 0.5])" not in html
+
+
+def test_feedback_says_hidden_test_only_under_a_failing_hidden_test(tiny_class):
+    root, _ = tiny_class
+    note = "the check that failed is one of the hidden tests"
+    assert note in _feedback(root, "wrong")  # ex1 passes its visible check, fails the hidden one
+    text = _text(_feedback(root, "edited_cells"))  # ex1 (times 3) fails the visible check; ex2 passes everything
+    assert "double is off" in text  # the visible check's own message
+    assert note not in text
+    assert "BEGIN HIDDEN TESTS" not in text and "double([-3.0, 0.5])" not in text
+
+
+def _text(page: str) -> str:
+    """What a reader of the HTML sees: no tags (code is split into highlighted spans), entities decoded."""
+    import html
+    import re
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
 def test_feedback_names_the_tampering(tiny_class):
@@ -121,27 +139,25 @@ def test_regrading_one_by_one_gives_identical_grades(tiny_class, tmp_path):
         assert serial[student].status == outcomes[student].status
         expected = summary(root, student)
         if student == "reference":  # the instructor's manual grade survives re-grading
-            expected["ex3"] = (1.5, GRADED)
+            expected["ex3"] = (1.5, Status.GRADED)
         assert summary(copy, student) == expected, student
 
 
 def test_nbgrader_export_marks_failed_submissions_instead_of_scoring_them_zero(tiny_class):
-    import os
     import subprocess
     import sys
 
     root, outcomes = tiny_class
-    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run([sys.executable, "-m", "nbgrader", "export"], cwd=root, env=env,
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "export"], cwd=root,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     with open(root / "nbgrader_export.csv") as handle:
         records = {r["student_id"]: r for r in csv.DictReader(handle)}
-    failed = {student for student, o in outcomes.items() if o.status == "failed"}
+    failed = {student for student, o in outcomes.items() if o.status == Status.FAILED}
     assert {"invalid_json", "os_exit"} <= failed
     for student in failed:
         assert student in records, f"{student} is missing from the export"
-        assert records[student]["status"] == "FAILED" and records[student]["score"] == "", records[student]
+        assert records[student]["status"] == Status.FAILED and records[student]["score"] == "", records[student]
         assert outcomes[student].reason.split(":")[0] in records[student]["problems"]
-    assert records["reference"]["status"] == "graded" and records["reference"]["problems"] == ""
+    assert records["reference"]["status"] == Status.GRADED and records["reference"]["problems"] == ""
     assert "FAILED" in done.stderr  # the instructor is told on the console too

@@ -12,6 +12,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from lmpolicy_grader.status import Status
+
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = "01_tiny"
 POINTS = {"ex1": 2.0, "ex2": 3.0, "ex3": 2.0}
@@ -149,32 +151,32 @@ def _kernelspec(nb):
 # student -> (submission, expected {exercise: score or None}, expected status of the notebook, reason words)
 # Scores: ex1 is worth 2, ex2 3; ex3 (manual) is pending (None) whenever the notebook is graded.
 HOSTILE = {
-    "reference": (source_notebook, {"ex1": 2, "ex2": 3}, "graded", ""),
+    "reference": (source_notebook, {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
     "wrong": (lambda: _with(_answer("ex1__answer", "def double(x):\n    return 2 * np.abs(np.asarray(x, dtype=float))")),
-              {"ex1": 0, "ex2": 3}, "graded", ""),
+              {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
     "loop": (lambda: _with(_answer("ex1__answer", "def double(x):\n    while True:\n        pass")),
-             {"ex1": 0, "ex2": 3}, "graded", ""),
+             {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
     "stubborn_loop": (lambda: _with(_answer("ex1__answer", "import time\ndef double(x):\n    while True:\n        try:\n"
                                             "            time.sleep(0.1)\n        except KeyboardInterrupt:\n            pass")),
-                      None, "failed", "did not stop when interrupted"),
-    "os_exit": (lambda: _with(_answer("ex2__answer", "import os\nos._exit(1)")), None, "failed", "kernel died"),
+                      None, Status.FAILED, "did not stop when interrupted"),
+    "os_exit": (lambda: _with(_answer("ex2__answer", "import os\nos._exit(1)")), None, Status.FAILED, "kernel died"),
     "kills_the_grader": (lambda: _with(_answer("ex2__answer", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")),
-                         None, "failed", "worker process died"),
+                         None, Status.FAILED, "worker process died"),
     "sys_exit": (lambda: _with(_answer("ex1__answer", "import sys\nsys.exit(1)\n" + CORRECT_DOUBLE)),
-                 {"ex1": 0, "ex2": 3}, "graded", ""),
+                 {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
     "memory_bomb": (lambda: _with(_answer("ex1__answer", "blocks = []\nwhile True:\n    blocks.append(bytearray(100 * 1024**2))\n"
-                                          + CORRECT_DOUBLE)), {"ex1": 0, "ex2": 3}, "graded", ""),
+                                          + CORRECT_DOUBLE)), {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
     "output_flood": (lambda: _with(_answer("ex1__answer", "import sys\nfor i in range(30):\n    sys.stdout.write(('spam ' * 20 + '\\n') * 10_000)\n"
-                                           + CORRECT_DOUBLE)), {"ex1": 2, "ex2": 3}, "graded", ""),
-    "deleted_cells": (lambda: _with(_delete_plain_too("setup", "ex2__tests", "header")), {"ex1": 2, "ex2": 3}, "graded", ""),
-    "edited_cells": (lambda: _with(_edited), {"ex1": 0, "ex2": 3}, "graded", ""),
-    "duplicated_cells": (lambda: _with(_duplicated), {"ex1": 2, "ex2": 3}, "graded", ""),
-    "changed_kernelspec": (lambda: _with(_kernelspec), {"ex1": 2, "ex2": 3}, "graded", ""),
+                                           + CORRECT_DOUBLE)), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
+    "deleted_cells": (lambda: _with(_delete_plain_too("setup", "ex2__tests", "header")), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
+    "edited_cells": (lambda: _with(_edited), {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
+    "duplicated_cells": (lambda: _with(_duplicated), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
+    "changed_kernelspec": (lambda: _with(_kernelspec), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
     "monkeypatch": (lambda: _with(_answer("ex1__answer", "import numpy\nfrom lmpolicy import checks\n"
                                           "numpy.allclose = lambda *a, **k: True\nchecks.check_close = lambda *a, **k: None\n"
-                                          "def double(x):\n    return x")), {"ex1": 0, "ex2": 3}, "graded", ""),
+                                          "def double(x):\n    return x")), {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
     "code_swap": (lambda: _with(_answer("ex2__answer", "from lmpolicy import checks\nimport numpy\n"
                                         "checks.check_close.__code__ = (lambda *a, **k: None).__code__\n"
-                                        "def square(x):\n    return x")), {"ex1": 2, "ex2": 0}, "graded", ""),
+                                        "def square(x):\n    return x")), {"ex1": 2, "ex2": 0}, Status.GRADED, ""),
 }
 TAMPERED = {"monkeypatch": "ex1", "code_swap": "ex2"}

@@ -22,6 +22,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from lmpolicy import progress
+from lmpolicy_grader.preprocessors import GradingExecute
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE_DIR = ROOT / "source" / "ch11"
@@ -31,8 +32,9 @@ NOTEBOOK_NAMES = [path.stem for path in SOURCE_NOTEBOOKS]
 
 # The errors a failing check raises (lmpolicy.checks); anything else in a test cell is a bug in the test.
 CHECK_ERRORS = {"CheckFailed", "StudentCodeRaised", "LibraryShortcutUsed", "AssertionError"}
-# The grader's limit per cell (the issue: no cell over 30 s under the grader).
-GRADER_CELL_TIMEOUT = 30
+# The most a cell may take here under NBGRADER_EXECUTION: half the grader's cell timeout, so that a
+# slower machine than this one still grades it.
+GRADER_CELL_TIMEOUT = GradingExecute.timeout.default_value // 2
 # As a student runs them, cells may train for minutes (notebook 08 compares training runs).
 STUDENT_CELL_TIMEOUT = 600
 
@@ -46,8 +48,10 @@ def grade_id(cell) -> str | None:
 
 
 def exercise_key(cell) -> str | None:
+    """The exercise of an nbgrader cell (``lmpolicy.progress.exercise_key``); None for a cell with no grade id
+    or one that names no exercise (no ``__`` in it)."""
     gid = grade_id(cell)
-    return gid.split("__")[0] if gid and "__" in gid else None
+    return progress.exercise_key(gid) if gid and progress.GRADE_ID_SEPARATOR in gid else None
 
 
 def is_autograded_test(cell) -> bool:

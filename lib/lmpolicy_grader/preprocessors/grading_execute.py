@@ -1,0 +1,164 @@
+"""Autograding: stock ``Execute`` in the limited grading kernel, with the guards a class needs.
+
+On top of nbgrader's ``Execute``: a per-notebook cell timeout and wall-clock budget, a cap on output
+enforced while it streams, the tamper guard asked before each test cell, a clear reason when the
+kernel dies or stops responding, and, for a test cell that fails, the line of the cell that raised
+(``failed_line``, read by ``HideHiddenTests`` to tell a failing visible check from a hidden test).
+
+The limits are the defaults of the traits below; nbgrader_config.py sets only what differs per notebook.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import time
+
+import nbformat
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from traitlets import Bool, Dict, Int, Integer
+
+from nbgrader import utils
+from nbgrader.preprocessors import Execute
+
+from lmpolicy.progress import exercise_key
+from lmpolicy_grader.kernel import GradingKernelManager
+from lmpolicy_grader.preprocessors.incidents import GradingFailed, Incident, note
+
+# Where a failed test cell's metadata records the line (1-based, in the cell) that raised.
+FAILED_LINE = ("lmpolicy_grader", "failed_line")
+# Evaluated in the kernel right after a cell raised: the cell's own frame is the second of the
+# traceback IPython keeps (the first is IPython's run_code).
+_FAILED_LINE_EXPRESSION = ("(lambda tb: tb.tb_next.tb_lineno if tb is not None and tb.tb_next is not None else None)"
+                           "(getattr(__import__('sys'), 'last_traceback', None))")
+
+
+def is_autograded_test(cell) -> bool:
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+def failed_line(cell) -> int | None:
+    """The line of an autograded test cell that raised, as GradingExecute recorded it (None if unknown)."""
+    return cell.metadata.get(FAILED_LINE[0], {}).get(FAILED_LINE[1])
+
+
+def _names_in(source: str) -> list[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    return sorted({node.id for node in ast.walk(tree) if isinstance(node, ast.Name)})
+
+
+class GradingExecute(Execute):
+    """Stock Execute in the limited grading kernel, with a guard before every test cell."""
+
+    # Under NBGRADER_EXECUTION no ch11 cell needs more than 30 s and no notebook more than 60 s (08:
+    # 120 s); the defaults leave 2x headroom for a slow machine, nbgrader_config.py raises them for 08.
+    timeout = Integer(60, allow_none=True, help="seconds a cell may run before it is interrupted").tag(config=True)
+    interrupt_on_timeout = Bool(True, help="interrupt a cell past its timeout (and go on)").tag(config=True)
+    cell_timeouts = Dict({}, help="per-notebook cell timeout in seconds, e.g. {'08_tinylm_reinforce': 120}").tag(config=True)
+    default_budget = Int(180, help="wall-clock budget (s) of a notebook not in notebook_budgets; past it the "
+                                   "notebook is FAILED (timeout)").tag(config=True)
+    notebook_budgets = Dict({}, help="per-notebook wall-clock budget in seconds").tag(config=True)
+    max_output_bytes = Int(100_000, help="output kept per cell; the rest is dropped while it streams").tag(config=True)
+    probe_timeout = Int(10, help="seconds a kernel may take to answer after a timeout interrupt").tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", GradingKernelManager)
+        super().__init__(*args, **kwargs)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._notebook = resources["nbgrader"]["notebook"]
+        self.timeout = int(self.cell_timeouts.get(self._notebook, self.timeout))
+        self._budget = self.notebook_budgets.get(self._notebook, self.default_budget)
+        self._deadline = time.monotonic() + float(self._budget)
+        self._tampered: dict[str, str] = {}
+        self._output_bytes: dict[int, int] = {}
+        try:
+            return super().preprocess(nb, resources, km)
+        except GradingFailed as failure:
+            note(Incident.FAILED, self._notebook, str(failure))
+            raise
+
+    def preprocess_cell(self, cell, resources, index):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+        if cell.cell_type == "code" and time.monotonic() > self._deadline:
+            raise GradingFailed("timeout", f"the notebook ran past its {self._budget} s budget (at {grade_id})")
+        if is_autograded_test(cell):
+            reason = self._tamper_reason(cell, grade_id)
+            if reason:
+                cell.outputs = [nbformat.v4.new_output("error", ename="TamperingDetected", evalue=reason,
+                                                       traceback=[f"TamperingDetected: {reason}"])]
+                return cell, resources
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            raise GradingFailed("kernel died", f"the kernel died while running {grade_id} "
+                                "(os._exit, a crash, or the memory/CPU limit)") from None
+        except CellTimeoutError:  # nbclient gave up waiting for the cell's output after an interrupt
+            raise GradingFailed("timeout", f"{grade_id} ran past {self.timeout} s and did not stop when interrupted") from None
+        errors = [out for out in cell.get("outputs", []) if out.output_type == "error"]
+        if any(out.get("ename") == "CellTimeoutError" for out in errors):
+            note(Incident.CELL_TIMEOUT, self._notebook, f"{grade_id} ran past {self.timeout} s and was interrupted", grade_id)
+            self._probe(grade_id)
+        elif errors and is_autograded_test(cell):
+            self._record_failed_line(cell, grade_id)
+        return cell, resources
+
+    def _record_failed_line(self, cell, grade_id: str) -> None:
+        line, _ = self._kernel_value(_FAILED_LINE_EXPRESSION, grade_id)
+        if isinstance(line, int):
+            cell.metadata.setdefault(FAILED_LINE[0], {})[FAILED_LINE[1]] = line
+
+    def _tamper_reason(self, cell, grade_id: str) -> str | None:
+        exercise = exercise_key(grade_id)
+        if exercise in self._tampered:
+            return self._tampered[exercise]
+        verdict, error = self._kernel_value(
+            f"__import__('lmpolicy_grader.guard', fromlist=['verdict']).verdict({_names_in(cell.source)!r})", grade_id)
+        found = json.loads(verdict) if error is None else [f"the tamper guard could not run ({error})"]
+        if not found:
+            return None
+        reason = (f"the notebook changed what the tests rely on ({'; '.join(found)}), so the tests of {exercise} "
+                  "cannot be trusted: it scores 0. The originals were put back for the exercises after it.")
+        self._tampered[exercise] = reason
+        note(Incident.TAMPERING, self._notebook, reason, grade_id)
+        return reason
+
+    def _reply(self, msg_id: str, seconds: int):
+        """The kernel's reply to ``msg_id`` within ``seconds`` (None if it does not answer)."""
+        saved, self.timeout = self.timeout, seconds
+        try:
+            return self.wait_for_reply(msg_id)
+        except DeadKernelError:
+            raise GradingFailed("kernel died", "the kernel died (os._exit, a crash, or the memory/CPU limit)") from None
+        finally:
+            self.timeout = saved
+
+    def _kernel_value(self, expression: str, grade_id: str) -> tuple[object, str | None]:
+        """``expression`` evaluated in the kernel: (its value, a Python literal; None) or (None, the error)."""
+        msg_id = self.kc.execute("", silent=True, store_history=False, user_expressions={"value": expression})
+        reply = self._reply(msg_id, self.timeout)
+        if reply is None:
+            raise GradingFailed("timeout", f"the kernel stopped answering before {grade_id}")
+        value = reply["content"].get("user_expressions", {}).get("value", {})
+        if value.get("status") != "ok":
+            return None, f"{value.get('ename')}: {value.get('evalue')}"
+        return ast.literal_eval(value["data"]["text/plain"]), None
+
+    def _probe(self, grade_id: str) -> None:
+        """After a timeout interrupt: does the kernel answer again? If not, stop grading it."""
+        if self._reply(self.kc.execute("", silent=True, store_history=False), self.probe_timeout) is None:
+            raise GradingFailed("timeout", f"{grade_id} ran past {self.timeout} s and did not stop when interrupted")
+
+    def output(self, outs, msg, display_id, cell_index):
+        size = len(json.dumps(msg.get("content", {})))
+        used = self._output_bytes.get(cell_index, 0)
+        self._output_bytes[cell_index] = used + size
+        if used + size > self.max_output_bytes:
+            if used <= self.max_output_bytes:
+                outs.append(nbformat.v4.new_output("stream", name="stdout",
+                                                   text=f"\n... output cut at {self.max_output_bytes} bytes by the grader ...\n"))
+                note(Incident.OUTPUT_CUT, self._notebook, f"cell {cell_index} printed more than {self.max_output_bytes} bytes")
+            return None
+        return super().output(outs, msg, display_id, cell_index)

@@ -1,0 +1,62 @@
+"""Feedback: the hidden tests leave the feedback, and so do their lines in tracebacks.
+
+A failing test cell's traceback depends on which part failed (``GradingExecute`` recorded the line
+that raised). A hidden test: the traceback becomes its message and a note that a hidden test failed,
+so the student learns what was wrong without seeing the test. A visible check: its traceback stays
+(the student can read and rerun that check), minus any line of the hidden tests it may quote.
+"""
+from __future__ import annotations
+
+import re
+
+from traitlets import Unicode
+
+from nbgrader import utils
+from nbgrader.preprocessors import ClearHiddenTests
+
+from lmpolicy_grader.preprocessors.grading_execute import failed_line
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class HideHiddenTests(ClearHiddenTests):
+    """Feedback: hidden tests removed from the cell, and from the traceback of its failure."""
+
+    hidden_failure_note = Unicode("(the check that failed is one of the hidden tests; its message is above)",
+                                  help="shown under the message of a failed hidden test").tag(config=True)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if not utils.is_grade(cell) or cell.cell_type != "code":
+            return cell, resources
+        hidden_lines = self._hidden_line_numbers(cell.source)
+        source_lines = cell.source.split("\n")
+        hidden_text = {source_lines[n - 1].strip() for n in hidden_lines} - {""}
+        if not self._remove_hidden_test_region(cell):
+            return cell, resources
+        line = failed_line(cell)
+        for output in cell.get("outputs", []):
+            if output.output_type != "error":
+                continue
+            if line is None or line in hidden_lines:  # unknown counts as hidden: never show a hidden test
+                output.traceback = [f"{output.ename}: {output.evalue}", self.hidden_failure_note]
+            else:
+                output.traceback = [_without(entry, hidden_text) for entry in output.traceback]
+        return cell, resources
+
+    def _hidden_line_numbers(self, source: str) -> set[int]:
+        """1-based numbers of the lines from each begin delimiter to its end delimiter, both included."""
+        numbers, inside = set(), False
+        for number, text in enumerate(source.split("\n"), start=1):
+            if self.begin_test_delimeter in text:
+                inside = True
+            if inside:
+                numbers.add(number)
+            if self.end_test_delimeter in text:
+                inside = False
+        return numbers
+
+
+def _without(entry: str, hidden_text: set[str]) -> str:
+    """A traceback entry (one frame, several lines) without the lines that quote a hidden test."""
+    return "\n".join(line for line in entry.split("\n")
+                     if not any(text in _ANSI.sub("", line) for text in hidden_text))
