@@ -6,6 +6,7 @@ import json
 import multiprocessing
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
@@ -66,3 +67,33 @@ def test_mistake_rounds_never_put_two_answers_of_one_exercise_together():
         keys = [(a.notebook, a.exercise) for a in round_]
         assert len(keys) == len(set(keys))
     assert sum(len(r) for r in rounds) == len(answers)
+
+
+def _failed_test_cell(failed_line):
+    source = ("from lmpolicy import checks\nchecks.check_close(double(1.0), 2.0, 'double')\n"
+              "### BEGIN HIDDEN TESTS\nassert double(-3.0) == -6.0, 'hidden check of double failed'\n"
+              "### END HIDDEN TESTS")
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "grade_id": "ex1__tests",
+                                 "points": 1, "schema_version": 3}
+    if failed_line is not None:
+        cell.metadata["lmpolicy_grader"] = {"failed_line": failed_line}
+    quoted = "\n".join(f"{'---->' if n == failed_line else '     '} {n} {line}"
+                       for n, line in enumerate(source.split("\n"), start=1))
+    cell.outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue="double is off",
+                                           traceback=["\x1b[31mCheckFailed\x1b[0m  Traceback", quoted,
+                                                      "CheckFailed: double is off"])]
+    return cell
+
+
+@pytest.mark.parametrize("failed_line, hidden", [(4, True), (2, False), (None, False)])
+def test_feedback_notes_a_hidden_test_only_when_one_failed(failed_line, hidden):
+    from lmpolicy_grader.preprocessors import HideHiddenTests
+
+    cell, _ = HideHiddenTests().preprocess_cell(_failed_test_cell(failed_line), {}, 0)
+    shown = "\n".join(cell.outputs[0].traceback)
+    assert ("one of the hidden tests" in shown) == hidden
+    assert "double is off" in shown
+    assert "double(-3.0)" not in shown and "HIDDEN TESTS" not in shown and "double(-3.0)" not in cell.source
+    if failed_line == 2:  # the visible check's own traceback stays, pointing at its line
+        assert "----> 2 checks.check_close(double(1.0), 2.0, 'double')" in shown

@@ -3,7 +3,8 @@
 A failing test cell's traceback depends on which part failed (``GradingExecute`` recorded the line
 that raised). A hidden test: the traceback becomes its message and a note that a hidden test failed,
 so the student learns what was wrong without seeing the test. A visible check: its traceback stays
-(the student can read and rerun that check), minus any line of the hidden tests it may quote.
+(the student can read and rerun that check), minus any line of the hidden tests it may quote. An
+error that no test line raised (the tamper guard's verdict, a timeout): its message alone.
 """
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ class HideHiddenTests(ClearHiddenTests):
         for output in cell.get("outputs", []):
             if output.output_type != "error":
                 continue
-            if line is None or line in hidden_lines:  # unknown counts as hidden: never show a hidden test
+            if line is None:  # not a test that raised (tampering found, a timeout): its message only
+                output.traceback = [f"{output.ename}: {output.evalue}"]
+            elif line in hidden_lines:
                 output.traceback = [f"{output.ename}: {output.evalue}", self.hidden_failure_note]
             else:
                 output.traceback = [_without(entry, hidden_text) for entry in output.traceback]
