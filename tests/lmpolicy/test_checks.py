@@ -334,3 +334,31 @@ def test_summary_lists_each_graded_item_of_the_notebook_with_its_state(kernel):
     assert lines[1].startswith("\u2717 Lab Task 2 visible check") and "failing: your function sample_with_temperature is not written yet" in lines[1]
     assert lines[2].startswith("\u00b7 top-k visible check") and lines[2].endswith("not attempted")
     assert any(line.startswith("\u00b7 11.2(a) written answer") and line.endswith("still empty") for line in lines)
+
+
+@pytest.mark.slow
+def test_nbgrader_validate_shows_the_short_message_of_a_failing_check(tmp_path):
+    """`nbgrader validate` (and the Validate button, which runs it) prints the check's short form."""
+    import os
+    import subprocess
+    import sys
+
+    import nbformat
+    from lmpolicy_grader.wrong_answers import WRONG_ANSWERS, Kind
+
+    (pitfall,) = [w for w in WRONG_ANSWERS if w.cell == "nb01_softmax__answer" and w.kind == Kind.PITFALL
+                  and w.names == "subtract the maximum"]
+    nb = nbformat.read(progress.release_dir() / "01_policy_softmax.ipynb", as_version=4)
+    next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == pitfall.cell).source = pitfall.source
+    nbformat.write(nb, tmp_path / "01_policy_softmax.ipynb")
+    env = dict(os.environ, LMPOLICY_PROGRESS_FILE=str(tmp_path / "progress.json"))
+    result = subprocess.run([sys.executable, "-m", "nbgrader", "validate", "01_policy_softmax.ipynb"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=600)
+    out = ANSI.sub("", result.stdout)
+    assert "VALIDATION FAILED" in out, out
+    failures = out.split("The error was:")[1:]
+    softmax = failures[0].split("=====")[0]
+    assert "\u2717 Check failed: softmax(torch.tensor([1000., 999., 998.])) contains NaN" in softmax, softmax
+    assert pitfall.names in softmax, softmax
+    assert "Traceback" not in out and "checks.py" not in out
+    assert len([line for line in softmax.splitlines() if line.strip()]) <= 8
