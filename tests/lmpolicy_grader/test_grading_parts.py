@@ -11,7 +11,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from lmpolicy_grader.examples import mistake_rounds
-from lmpolicy_grader.grading import serialise_gradebook_sessions
+from lmpolicy_grader.grading import load_config, serialise_gradebook_sessions
 from lmpolicy_grader.kernel import grading_kernel_spec, install_grading_kernel
 
 
@@ -45,7 +45,8 @@ def _other_process_can_lock(path) -> bool:
 
 
 @pytest.mark.slow
-def test_gradebook_sessions_hold_the_lock_exactly_while_open(tmp_path):
+def test_gradebook_sessions_hold_the_lock_exactly_while_open(tmp_path, repo_root):
+    load_config(repo_root)  # as in every grading process: the course config puts nbgrader's alembic on PATH
     lock = tmp_path / ".gradebook.lock"
     undo = serialise_gradebook_sessions(lock)
     try:
