@@ -70,7 +70,13 @@ _ROOT = "beta * np.log(0.7 * np.exp(V_a / beta) + 0.3 * np.exp(V_b / beta))"
 _FIRST_A = "0.7 * np.exp((V_a - beta_log_Z) / beta)"
 _BB = "(1 - pi_star_a) * 0.5 * np.exp((2.0 - V_b) / beta)"
 
-_BLIND_AT_0_1 = '''blind = get_scenario("blind_spot")
+
+
+def _blind_spot_answer(log: str = "np.log", tilt: str = "blind.rewards", measure: str = "blind.true_rewards") -> str:
+    """An 11.8(b) answer cell: the crossover with the logarithm ``log``; pi* at beta = 0.1 tilted by ``tilt``,
+    its expectation taken over ``measure``."""
+    return f'''beta_equal_mass = (1.6 - 1.0) / {log}(0.24 / 0.02)
+blind = get_scenario("blind_spot")
 log_weights = np.log(blind.model.response_probs()) + {tilt} / 0.1
 pi_low_beta = np.exp(log_weights - log_weights.max())
 pi_low_beta /= pi_low_beta.sum()
@@ -313,22 +319,19 @@ true_reward_at_beta_0_1 = float(pi_low_beta @ blind.rewards)
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_8b__answer", "ex11_8b",
-        "beta_equal_mass = (1.6 - 1.0) / np.log10(0.24 / 0.02)\n"
-        + _BLIND_AT_0_1.format(tilt="blind.rewards", measure="blind.true_rewards"),
+        _blind_spot_answer(log="np.log10"),
         "a base-10 log in the crossover",
         kind=Kind.PITFALL, names="not 1",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_8b__answer", "ex11_8b",
-        "beta_equal_mass = (1.6 - 1.0) / np.log(0.24 / 0.02)\n"
-        + _BLIND_AT_0_1.format(tilt="blind.rewards", measure="blind.rewards"),
+        _blind_spot_answer(measure="blind.rewards"),
         "reports the proxy (reward-model) reward of pi* as its true reward",
         kind=Kind.PITFALL, names="blind.true_rewards",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_8b__answer", "ex11_8b",
-        "beta_equal_mass = (1.6 - 1.0) / np.log(0.24 / 0.02)\n"
-        + _BLIND_AT_0_1.format(tilt="blind.true_rewards", measure="blind.true_rewards"),
+        _blind_spot_answer(tilt="blind.true_rewards"),
         "tilts pi* by the true rewards, which the optimiser never sees",
         kind=Kind.PITFALL, names="reward model's scores",
     ),

@@ -28,6 +28,17 @@ std_k3 = float({std.format(values="k3_values")})
 _STD = "np.sqrt(p_sharp @ ({values} - p_sharp @ {values}) ** 2)"
 
 
+def _batch_answer(p_no_rare: str = "0.99 ** 16", k1_none: str = "-np.log(u_common)",
+                  k3_one: str = "(15 * k3_estimate_none + (u_rare - 1 - np.log(u_rare))) / 16") -> str:
+    """An 11.4(d) answer cell with the three given expressions (the k3 estimate without rare tokens is right)."""
+    return f'''p_no_rare = {p_no_rare}
+u_common, u_rare = 0.5 / 0.99, 0.5 / 0.01
+k1_estimate_none = {k1_none}
+k3_estimate_none = u_common - 1 - np.log(u_common)
+k3_estimate_one = {k3_one}
+'''
+
+
 def _gradients_answer(weights: str, verdicts: tuple[str, str, str]) -> str:
     """An 11.6(c) answer cell whose sampling weights are ``weights`` and whose three verdicts are ``verdicts``."""
     return f'''def expected_estimator_gradients(theta, ref_probs):
@@ -124,34 +135,19 @@ std_k3 = float(np.sqrt(0.99 * 0.01) * (k3_rare - k3_common))
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_4d__answer", "ex11_4d",
-        '''p_no_rare = 1 - 0.99 ** 16
-u_common, u_rare = 0.5 / 0.99, 0.5 / 0.01
-k1_estimate_none = -np.log(u_common)
-k3_estimate_none = u_common - 1 - np.log(u_common)
-k3_estimate_one = (15 * k3_estimate_none + (u_rare - 1 - np.log(u_rare))) / 16
-''',
+        _batch_answer(p_no_rare="1 - 0.99 ** 16"),
         "the probability of at least one rare token instead of none",
         kind=Kind.PITFALL, names="at least one",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_4d__answer", "ex11_4d",
-        '''p_no_rare = 0.99 ** 16
-u_common, u_rare = 0.5 / 0.99, 0.5 / 0.01
-k1_estimate_none = -np.log(u_common)
-k3_estimate_none = u_common - 1 - np.log(u_common)
-k3_estimate_one = 15 * k3_estimate_none + (u_rare - 1 - np.log(u_rare))
-''',
+        _batch_answer(k3_one="15 * k3_estimate_none + (u_rare - 1 - np.log(u_rare))"),
         "the batch's sum instead of its mean when one rare token appears",
         kind=Kind.PITFALL, names="mean of its 16",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_4d__answer", "ex11_4d",
-        '''p_no_rare = 0.99 ** 16
-u_common, u_rare = 0.5 / 0.99, 0.5 / 0.01
-k1_estimate_none = 0.99 * -np.log(u_common) + 0.01 * -np.log(u_rare)
-k3_estimate_none = u_common - 1 - np.log(u_common)
-k3_estimate_one = (15 * k3_estimate_none + (u_rare - 1 - np.log(u_rare))) / 16
-''',
+        _batch_answer(k1_none="0.99 * -np.log(u_common) + 0.01 * -np.log(u_rare)"),
         "the k1 estimate of a batch without rare tokens taken as the exact KL",
         kind=Kind.BREADTH,
     ),
