@@ -5,6 +5,7 @@ recomputed here from the definitions (pi_theta ∝ pi_ref ** (1 - x), k1 = l, k2
 k3 = e^-l - 1 + l), and sampling checks with tolerances of several standard errors.
 """
 import math
+import re
 
 import numpy as np
 import pytest
@@ -155,3 +156,55 @@ def test_under_the_grader_show_builds_nothing(monkeypatch, capsys):
     demo.show()
     assert capsys.readouterr().out.strip() == GRADER_NOTE
     assert demo._widget is None and demo._curves_figure is None
+
+
+SIGNED_ZERO = re.compile(r"[-+−]0\.0+(?![0-9]*[1-9])")
+
+
+def test_table_never_shows_a_signed_zero(demo):
+    # at the default x the exact biases of k1 and k3 are rounding noise around 0 (about -1e-17)
+    assert abs(demo.readouts()["k1_exact_bias"]) < 1e-12
+    assert 'data-readout="k1_exact_bias">0.0000<' in demo.table.value
+    for x in np.linspace(-1.0, 1.0, 21):
+        demo.x_slider.value = round(float(x), 2)
+        demo.draw(3)
+        assert not SIGNED_ZERO.search(demo.table.value), (x, SIGNED_ZERO.search(demo.table.value).group())
+    assert re.search(r'data-readout="k2_exact_bias">\+0\.\d*[1-9]', demo.table.value)  # real signs stay
+
+
+def test_one_token_per_estimate_is_singular(demo):
+    demo.tokens_selector.value = 1
+    assert "N = 1 token per estimate" in demo.table.value and "1 tokens" not in demo.table.value
+    demo.tokens_selector.value = 4
+    assert "N = 4 tokens per estimate" in demo.table.value
+    assert demo.tokens_selector.tooltips[0] == "1 token per estimate"
+
+
+def test_play_and_stop_are_labelled(demo):
+    # ipywidgets' Play draws two bare icons: a label beside them and a tooltip say what they do
+    assert "Play" in demo.play.tooltip and "Stop" in demo.play.tooltip
+    row = next(box for box in demo.widget.children[1].children if demo.play in box.children)
+    assert demo.play_label in row.children
+    assert "▶ Play" in demo.play_label.value and "■ Stop" in demo.play_label.value
+    for button in (demo.draw_button, demo.reset_button):
+        assert button.description and button.tooltip
+
+
+def test_estimates_beyond_the_histogram_range_are_counted_at_its_edge():
+    demo = KLEstimatorDemo(x=-1.0, tokens_per_estimate=16)
+    demo.widget
+    demo.draw(2000)
+    edges, histograms = demo.histogram_edges(), demo.histogram_counts()
+    k3 = demo.batch_estimates["k3"]
+    above = int(np.sum(k3 > edges[-1]))
+    assert above > 10  # k3's long right tail at x = -1 reaches past KL + 4 standard deviations
+    assert histograms["k3"]["above"] == above and histograms["k3"]["below"] == int(np.sum(k3 < edges[0]))
+    for name, parts in histograms.items():
+        assert parts["counts"].sum() + parts["below"] + parts["above"] == demo.batches
+    # the last bin holds only estimates inside the range: the tail is not piled into it
+    assert histograms["k3"]["counts"][-1] == int(np.sum((k3 >= edges[-2]) & (k3 <= edges[-1])))
+    marker = demo._histograms["k3"]["beyond"]["above"]
+    assert marker.get_visible() and f"{above:,} beyond →" == marker.get_text()
+    assert not demo._histograms["k3"]["beyond"]["below"].get_visible()
+    demo.reset_button.click()
+    assert not any(text.get_visible() for parts in demo._histograms.values() for text in parts["beyond"].values())

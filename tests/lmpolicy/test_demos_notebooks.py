@@ -1,4 +1,5 @@
-"""The two demo notebooks: committed without outputs, and quiet under the grader.
+"""The two demo notebooks: committed without outputs, quiet under the grader, and with figures that
+fit JupyterLab's usual output width (about 1000 px) in a readable font.
 
 Under nbgrader (NBGRADER_EXECUTION set) a demo cell must print its one-line note, build no widget
 (no comm to a front end that is not there) and finish quickly.
@@ -10,7 +11,11 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from matplotlib.text import Text
+
 from lmpolicy.demos.base import GRADER_NOTE
+from lmpolicy.demos.kl_estimators import KLEstimatorDemo
+from lmpolicy.demos.tilting import TiltingDemo
 
 DEMO_NOTEBOOKS = ("demo_tilting", "demo_kl_estimators")
 
@@ -39,3 +44,20 @@ def test_under_the_grader_the_demo_cell_only_prints_a_note(repo_root, name, monk
     assert not any("application/vnd.jupyter.widget-view+json" in output.get("data", {}) for output in outputs)
     assert not notebook.metadata.get("widgets"), "a widget was built under the grader"
     assert elapsed < 30, f"{name} took {elapsed:.1f} s under the grader"
+
+
+def demo_figures():
+    tilting, kl_demo = TiltingDemo(scenario="blind_spot", show_temperature=True), KLEstimatorDemo(x=-1.0)
+    tilting.widget, kl_demo.widget
+    kl_demo.draw(2000)  # every text the histograms can show, the markers of estimates beyond the range too
+    return {"tilting": tilting._figure, "kl curves": kl_demo._curves_figure, "kl histograms": kl_demo._histogram_figure}
+
+
+def test_figures_fit_the_notebook_and_their_text_is_at_least_12_px():
+    for name, image in demo_figures().items():
+        width, _ = image.canvas.get_width_height()
+        assert width <= 960 and image.widget.layout.width == f"{width}px", f"{name} is {width} px wide"
+        texts = [text for text in image.figure.findobj(Text) if text.get_visible() and text.get_text()]
+        assert len(texts) >= 8, name
+        smallest = min(text.get_fontsize() * image.figure.dpi / 72 for text in texts)
+        assert smallest >= 12, f"{name}: a {smallest:.1f} px text"

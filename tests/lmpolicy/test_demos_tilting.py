@@ -5,6 +5,8 @@ brute force over the four or nine responses; plus equality with the exact solver
 the demo must show unchanged.
 """
 import math
+import re
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from lmpolicy.exact.tilting import soft_values, tilted_optimum, token_level_opti
 
 WORKED_REF = {"aa": 0.42, "ab": 0.28, "ba": 0.15, "bb": 0.15}
 WORKED_REWARD = {"aa": 0.0, "ab": 1.0, "ba": 0.0, "bb": 2.0}
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def brute_force_optimum(ref: dict, reward: dict, beta: float) -> dict:
@@ -197,3 +200,113 @@ def test_show_displays_the_widget(monkeypatch):
     demo = TiltingDemo()
     demo.show()
     assert shown == [demo.widget]
+
+
+def svg_texts_and_edges(svg: str):
+    """(text boxes, edges) of the token tree. A text box is estimated generously from its anchor,
+    its characters (0.7 em each: wider than DejaVu Sans' bold digits) and the font's ascent and
+    descent; an edge is its polyline's points and stroke width."""
+    root = ElementTree.fromstring(svg)
+    font = float(root.get("font-size"))
+    boxes = []
+    for text in root.iter(f"{SVG}text"):
+        content = "".join(text.itertext())
+        width, x, baseline = 0.7 * font * len(content), float(text.get("x")), float(text.get("y"))
+        left = {"start": x, "middle": x - width / 2, "end": x - width}[text.get("text-anchor", "start")]
+        boxes.append((content, left, baseline - 0.95 * font, left + width, baseline + 0.25 * font))
+    edges = [(line.get("data-edge-line"), [tuple(map(float, point.split(","))) for point in line.get("points").split()],
+              float(line.get("stroke-width"))) for line in root.iter(f"{SVG}polyline")]
+    return boxes, edges
+
+
+def crosses(box, points, stroke) -> bool:
+    """True if the line (as wide as its stroke) passes through the box: checked every 0.25 % of each segment."""
+    _, left, top, right, bottom = box
+    t = np.linspace(0.0, 1.0, 401)
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        x, y = x0 + t * (x1 - x0), y0 + t * (y1 - y0)
+        inside = (left - stroke / 2 < x) & (x < right + stroke / 2) & (top - stroke / 2 < y) & (y < bottom + stroke / 2)
+        if inside.any():
+            return True
+    return False
+
+
+@pytest.mark.parametrize("scenario", ["worked", "likely", "blind_spot"])
+def test_tree_text_never_sits_on_an_edge(scenario):
+    demo = TiltingDemo(scenario=scenario)
+    demo.widget
+    for beta in (0.05, 0.3, 1.0, 20.0):
+        demo.set(beta=beta)
+        boxes, edges = svg_texts_and_edges(demo.tree.value)
+        assert len(edges) == len(demo.token_view()) - 1 and len(boxes) == 2 * len(demo.token_view()) - 1
+        overlaps = [(box[0], edge) for box in boxes for edge, points, stroke in edges if crosses(box, points, stroke)]
+        assert overlaps == [], f"beta {beta}: text over edges {overlaps}"
+
+
+def test_the_overlap_check_sees_a_label_on_its_line():
+    # the old layout: a label centred on a straight edge, 4 px above it
+    svg = (f"<svg xmlns='{SVG[1:-1]}' font-size='12'><polyline points='0,0 200,90' stroke-width='6'/>"
+           "<text x='110' y='45' text-anchor='middle'>0.10 → 0.97</text></svg>")
+    boxes, edges = svg_texts_and_edges(svg)
+    assert crosses(boxes[0], edges[0][1], edges[0][2])
+
+
+def edge_widths(svg: str) -> dict:
+    _, edges = svg_texts_and_edges(svg)
+    return {edge: stroke for edge, _, stroke in edges}
+
+
+def test_edges_are_as_thick_as_the_chance_pi_star_takes_them():
+    demo = TiltingDemo(scenario="blind_spot", beta=0.1)
+    demo.widget
+    tree, widths = demo.token_view(), edge_widths(demo.tree.value)
+    # pi* almost never starts with "a", so the edges below "a" stay thin although pi*(a | a) = 0.5
+    assert tree["a"]["pi_star"] < 0.01 and tree["aa"]["pi_star"] == pytest.approx(0.5, abs=0.01)
+    assert tree["aa"]["pi_star_reach"] == pytest.approx(tree["a"]["pi_star"] * tree["aa"]["pi_star"])
+    assert widths["aa"] < 1.0 and widths["ab"] < 1.0 and widths["a"] < 1.0
+    assert tree["cc"]["pi_star_reach"] == pytest.approx(demo.response_view()["cc"]["pi_star"])
+    assert widths["cc"] > 7.0 and widths["c"] > 7.0  # where pi* really goes: 0.97
+    # in the worked example at beta = 1 the reach of "bb" is pi*(bb) = 0.454
+    worked = TiltingDemo()
+    worked.widget
+    reach = worked.token_view()["bb"]["pi_star_reach"]
+    assert reach == pytest.approx(0.454, abs=5e-4)
+    assert edge_widths(worked.tree.value)["bb"] == pytest.approx(0.8 + 7.0 * reach, abs=0.01)
+
+
+SIGNED_ZERO = re.compile(r"[-+−]0\.0+(?![0-9]*[1-9])")
+
+
+def test_no_signed_zero_is_ever_shown():
+    demo = TiltingDemo(show_temperature=True)
+    demo.widget
+    for scenario in ("worked", "likely", "blind_spot"):
+        demo.scenario_dropdown.value = scenario
+        for beta in slider_grid(demo.beta_slider)[::4]:
+            demo.beta_slider.value = beta
+            for html in (demo.readout_panel.value, demo.tree.value, demo.responses_table.value):
+                assert not SIGNED_ZERO.search(html), SIGNED_ZERO.search(html).group()
+    assert SIGNED_ZERO.search("V = -0.00<") and not SIGNED_ZERO.search("-0.0012")
+
+
+def test_readouts_compare_three_policies_in_a_short_table(worked):
+    # one column per policy, one row per quantity: as short as the four controls beside it
+    table = ElementTree.fromstring(worked.readout_panel.value)
+    rows = table.findall("tr")
+    assert [th.text for th in rows[0].findall("th")][1:] == ["pi* at this β", "pi_ref at T", "pi_ref"]
+    assert len(rows) <= 6
+    readouts = worked.readouts()
+    row = {tr.find("td").text: [td.findtext("span") or td.text for td in tr.findall("td")[1:]] for tr in rows[1:]}
+    assert row["E[r]"] == [f"{readouts[k]:.3f}" for k in ("expected_reward", "temperature_expected_reward",
+                                                          "reference_expected_reward")]
+    assert row["J = E[r] − β·KL"][0] == "0.892" and row["KL from pi_ref"][2] == "0"
+    worked.scenario_dropdown.value = "blind_spot"
+    assert "E[true reward]" in worked.readout_panel.value
+
+
+def test_scenario_menu_names_the_vocabulary(worked):
+    labels = [label for label, _ in worked.scenario_dropdown.options]
+    assert labels == ["Worked example from the text (vocabulary a, b)",
+                      "Likely answers are good answers (vocabulary a, b, c)",
+                      "Reward model with a blind spot (vocabulary a, b, c)"]
+    assert "two tokens" in worked.widget.children[0].value  # the header says how long responses are

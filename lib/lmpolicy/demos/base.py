@@ -1,4 +1,5 @@
-"""What both demos share: widgets built on first use, and ``show()`` that stays quiet under the grader.
+"""What both demos share: widgets built on first use, ``show()`` that stays quiet under the grader,
+and how their readouts print numbers.
 
 Building ipywidgets opens comms to the front end, so a demo builds nothing until ``widget`` or
 ``show()`` is used; its numbers (``readouts()``) are there from the constructor on. While nbgrader
@@ -39,3 +40,15 @@ class WidgetDemo:
         from IPython.display import display
 
         display(self.widget)
+
+
+def format_number(value: float, digits: int, *, signed: bool = False) -> str:
+    """``value`` with ``digits`` decimals (``signed``: with an explicit + or -), never a signed zero.
+
+    A value that rounds to zero prints as plain ``0.0000``: "-0.0000" would suggest a sign that the
+    shown digits cannot back up (an exact bias of -3e-17 is rounding noise, not a negative bias).
+    """
+    text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    if float(text) == 0.0:
+        return f"{0.0:.{digits}f}"
+    return text

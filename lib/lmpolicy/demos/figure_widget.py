@@ -11,7 +11,10 @@ ordinary ``redraw()`` only pastes the cached background and draws them on top. A
 changes (axis limits, tick labels, curves) needs ``redraw(full=True)``.
 
 The figure is a bare ``matplotlib.figure.Figure`` (not pyplot), so a notebook's inline backend
-never shows a second, static copy of it.
+never shows a second, static copy of it. It is shown pixel for pixel, at ``DPI`` (96, the CSS
+pixel: a 10-point label is 13 px high), so a figure of width ``w`` inches takes ``96 w`` pixels of
+the notebook; the demos keep theirs under ``MAX_WIDTH_PX`` (960), which fits JupyterLab's usual
+output width of about 1000 px.
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+DPI = 96
+MAX_WIDTH_PX = 960
 
 class FigureImage:
     """A figure plus the Image widget that shows it.
@@ -29,7 +34,7 @@ class FigureImage:
     opens a comm until the demo is shown) displays the latest ``redraw()``.
     """
 
-    def __init__(self, width: float, height: float, dpi: int = 80) -> None:
+    def __init__(self, width: float, height: float, dpi: int = DPI) -> None:
         self.figure = Figure(figsize=(width, height), dpi=dpi)
         self.canvas = FigureCanvasAgg(self.figure)
         self._moving = []

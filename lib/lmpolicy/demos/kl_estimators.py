@@ -23,7 +23,7 @@ import math
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from lmpolicy.demos.base import WidgetDemo
+from lmpolicy.demos.base import WidgetDemo, format_number
 from lmpolicy.demos.figure_widget import FigureImage
 from lmpolicy.exact.kl import ESTIMATORS, estimator_moments
 from lmpolicy.exact.scenarios import KL_DEMO_DEFAULT_X, KL_DEMO_REF_PROBS, kl_demo_policy
@@ -37,6 +37,7 @@ HISTOGRAM_HALF_WIDTH = 4.0  # histogram range: exact KL +- this many standard de
 BATCHES_PER_PLAY_STEP = 20
 PLAY_INTERVAL_MS = 200
 PLAY_STEPS = 500  # Play stops after this many steps (10,000 batches)
+PLAY_HELP = f"▶ Play: draw {BATCHES_PER_PLAY_STEP} batches every {PLAY_INTERVAL_MS / 1000:g} s · ■ Stop: pause"
 
 
 def _check_x(x) -> float:
@@ -65,8 +66,8 @@ class KLEstimatorDemo(WidgetDemo):
     seed : int, default 0
         Seed of the draws; ``reset()`` and any change of x or N restart from it.
 
-    Controls (after ``widget`` or ``show()``): ``x_slider``, ``tokens_selector``, ``play``,
-    ``draw_button``, ``reset_button``. Setting their ``value`` (or clicking) updates the demo exactly
+    Controls (after ``widget`` or ``show()``): ``x_slider``, ``tokens_selector``, ``play`` (with
+    ``play_label`` beside it), ``draw_button``, ``reset_button``. Setting their ``value`` (or clicking) updates the demo exactly
     as in JupyterLab.
     """
 
@@ -162,12 +163,17 @@ class KLEstimatorDemo(WidgetDemo):
                                       layout=w.Layout(width="360px"))
         self.tokens_selector = w.ToggleButtons(options=list(TOKENS_PER_ESTIMATE),
                                                value=self.tokens_per_estimate,
-                                               tooltips=["tokens per estimate"] * len(TOKENS_PER_ESTIMATE),
+                                               tooltips=[f"{_tokens(n)} per estimate" for n in TOKENS_PER_ESTIMATE],
                                                style={"button_width": "48px"})
+        # ipywidgets' Play shows two bare icons (its description is not drawn): the label beside it
+        # and its tooltip say what they do
         self.play = w.Play(value=0, min=0, max=PLAY_STEPS, step=1, interval=PLAY_INTERVAL_MS,
-                           description="Play", show_repeat=False)
-        self.draw_button = w.Button(description="Draw one batch", icon="plus")
-        self.reset_button = w.Button(description="Reset", icon="undo")
+                           description="Play", tooltip=PLAY_HELP, show_repeat=False)
+        self.play_label = w.Label(PLAY_HELP)
+        self.draw_button = w.Button(description="Draw one batch", icon="plus",
+                                    tooltip="Draw one more batch of N tokens from pi_theta")
+        self.reset_button = w.Button(description="Reset", icon="undo",
+                                     tooltip="Forget every batch and restart the seeded draws")
         self.x_slider.observe(lambda change: self.set(x=change["new"]), names="value")
         self.tokens_selector.observe(lambda change: self.set(tokens_per_estimate=change["new"]),
                                      names="value")
@@ -190,11 +196,12 @@ class KLEstimatorDemo(WidgetDemo):
         bottom_caption = w.HTML(
             "Bottom: histograms of the batch estimates so far (all three on k1's x-axis, tallest bar "
             "scaled to the top). "
-            "Dashed: the exact KL. Solid: the mean of the estimates so far.")
+            "Dashed: the exact KL. Solid: the mean of the estimates so far. Estimates beyond the "
+            "x-axis get no bar: the number at that edge counts them.")
         controls = w.VBox([
             w.HBox([w.Label("sharper"), self.x_slider, w.Label("flatter")]),
             w.HBox([w.Label("tokens per estimate N"), self.tokens_selector]),
-            w.HBox([self.play, self.draw_button, self.reset_button]),
+            w.HBox([self.draw_button, self.reset_button, self.play, self.play_label]),
         ])
         self._refresh()
         box = w.VBox([header, controls, top_caption, self._curves_figure.widget, bottom_caption,
@@ -217,10 +224,11 @@ class KLEstimatorDemo(WidgetDemo):
 
     def _build_figure(self) -> None:
         # Two pictures: the curves never change (only the token dots move), the histograms change
-        # their x-range with x and N. Only tick labels are text in them: text is most of Agg's
-        # drawing time, so captions and legend live in HTML around the pictures.
-        self._curves_figure = FigureImage(width=11.0, height=2.6)
-        curves = self._curves_figure.figure.add_axes((0.04, 0.12, 0.95, 0.85))
+        # their x-range with x and N. Only tick labels and the counts of estimates beyond the range
+        # are text in them: text is most of Agg's drawing time, so captions and legend live in HTML
+        # around the pictures.
+        self._curves_figure = FigureImage(width=9.6, height=2.5)
+        curves = self._curves_figure.figure.add_axes((0.045, 0.14, 0.945, 0.83))
         ratios = np.linspace(-4.0, 3.0, 300)
         for name in ESTIMATORS:
             values = {"k1": ratios, "k2": 0.5 * ratios ** 2, "k3": np.expm1(-ratios) + ratios}[name]
@@ -232,8 +240,8 @@ class KLEstimatorDemo(WidgetDemo):
         tokens = len(KL_DEMO_REF_PROBS)
         self._token_dots = curves.scatter(np.zeros(tokens), np.zeros(tokens), color="black", zorder=3, clip_on=False)
         self._curves_figure.set_moving([self._token_dots])
-        self._histogram_figure = FigureImage(width=11.0, height=2.3)
-        grid = self._histogram_figure.figure.add_gridspec(1, 3, left=0.04, right=0.99, bottom=0.15, top=0.97,
+        self._histogram_figure = FigureImage(width=9.6, height=2.2)
+        grid = self._histogram_figure.figure.add_gridspec(1, 3, left=0.045, right=0.99, bottom=0.16, top=0.97,
                                                           wspace=0.08)
         # The x-range follows x and N. Matplotlib's tick machinery is most of a full render, so each
         # histogram draws its few tick labels itself; only a new x-range needs a full render.
@@ -258,19 +266,38 @@ class KLEstimatorDemo(WidgetDemo):
                 "tick_labels": [axes.text(0.0, -0.05, "", transform=along_bottom, ha="center", va="top",
                                           fontsize=9, clip_on=False)
                                 for _ in range(HISTOGRAM_TICKS + 2 if column == 0 else 0)],
+                # how many estimates lie beyond each end of the x-range (they have no bin)
+                "beyond": {"below": axes.text(0.02, 0.80, "", transform=axes.transAxes, ha="left", va="top",
+                                              fontsize=9, color=COLORS[name], fontweight="bold"),
+                           "above": axes.text(0.98, 0.80, "", transform=axes.transAxes, ha="right", va="top",
+                                              fontsize=9, color=COLORS[name], fontweight="bold")},
             }
         self._histogram_figure.set_moving([artist for parts in self._histograms.values()
-                                           for artist in (parts["bars"], parts["mean_line"], parts["exact_line"])])
+                                           for artist in (parts["bars"], parts["mean_line"], parts["exact_line"],
+                                                          *parts["beyond"].values())])
         self._histogram_range = None
 
-    def _histogram_edges(self) -> np.ndarray:
-        """A range shared by the three histograms, so their widths compare at a glance."""
+    def histogram_edges(self) -> np.ndarray:
+        """Bin edges shared by the three histograms, so their widths compare at a glance."""
         spread = max(self.moments.std.values()) / math.sqrt(self.tokens_per_estimate)
         low = self.moments.kl - HISTOGRAM_HALF_WIDTH * spread
         high = self.moments.kl + HISTOGRAM_HALF_WIDTH * spread
         if min(self.moments.values["k1"]) >= 0:  # pi_theta = pi_ref: every estimate is 0
             low, high = -0.1, 0.1
         return np.linspace(low, high, HISTOGRAM_BINS + 1)
+
+    def histogram_counts(self) -> dict:
+        """Per estimator: ``counts`` of the batch estimates in each bin of ``histogram_edges()``, and
+        how many lie ``below`` and ``above`` that range. Those get no bin (piled into the end bins
+        they would make a false peak); the figure prints their number at that edge instead.
+        """
+        edges = self.histogram_edges()
+        result = {}
+        for name, estimates in self.batch_estimates.items():
+            counts, _ = np.histogram(estimates, bins=edges)
+            result[name] = {"counts": counts, "below": int(np.count_nonzero(estimates < edges[0])),
+                            "above": int(np.count_nonzero(estimates > edges[-1]))}
+        return result
 
     def _refresh(self) -> None:
         """Update the artists and the table in place, then re-render the pictures (moving artists only)."""
@@ -279,13 +306,17 @@ class KLEstimatorDemo(WidgetDemo):
         ratios = self.moments.values["k1"]
         self._token_dots.set_offsets(np.column_stack([ratios, np.zeros_like(ratios)]))
         self._token_dots.set_sizes(600.0 * self.p_theta)
-        edges = self._histogram_edges()
+        edges = self.histogram_edges()
         ticks = [t for t in MaxNLocator(HISTOGRAM_TICKS).tick_values(edges[0], edges[-1]) if edges[0] <= t <= edges[-1]]
         readouts = self.readouts()
+        histograms = self.histogram_counts()
         for name, parts in self._histograms.items():
-            estimates = np.clip(self.batch_estimates[name], edges[0], edges[-1])
-            counts, _ = np.histogram(estimates, bins=edges)
+            counts = histograms[name]["counts"]
             parts["bars"].set_data(counts / max(counts.max(), 1), edges)  # tallest bar at 1: fixed y-axis
+            for side, arrow in (("below", "← {:,} beyond"), ("above", "{:,} beyond →")):
+                beyond = histograms[name][side]
+                parts["beyond"][side].set_text(arrow.format(beyond))
+                parts["beyond"][side].set_visible(beyond > 0)
             parts["axes"].set_xlim(edges[0], edges[-1])
             parts["exact_line"].set_xdata([self.moments.kl])
             mean = readouts[f"{name}_mean"]
@@ -303,14 +334,18 @@ class KLEstimatorDemo(WidgetDemo):
         self.table.value = readout_table(readouts)
 
 
+def _tokens(n: int) -> str:
+    return f"{n} token" if n == 1 else f"{n} tokens"
+
+
 def _number(readouts: dict, key: str, digits: int = 3, percent: bool = False) -> str:
     value = readouts[key]
     if not math.isfinite(value):
         text = "–"
     elif percent:
-        text = f"{100 * value:.1f}%"
+        text = f"{format_number(100 * value, 1)}%"
     else:
-        text = f"{value:+.{digits}f}" if key.endswith("bias") else f"{value:.{digits}f}"
+        text = format_number(value, digits, signed=key.endswith("bias"))
     return f'<span data-readout="{html.escape(key)}">{text}</span>'
 
 
@@ -328,7 +363,7 @@ def readout_table(readouts: dict) -> str:
             f"<td>{_number(readouts, f'{name}_negative_share', percent=True)} <small>(exact {_number(readouts, f'{name}_exact_negative_share', percent=True)})</small></td>"
             f"<td>{_number(readouts, f'{name}_below_kl_share', percent=True)}</td></tr>")
     summary = (f"exact KL(pi_theta ‖ pi_ref) = {_number(readouts, 'exact_kl', 4)} nats · "
-               f"N = {int(readouts['tokens_per_estimate'])} tokens per estimate · "
+               f"N = {_tokens(int(readouts['tokens_per_estimate']))} per estimate · "
                f'batches drawn: <span data-readout="batches">{int(readouts["batches"])}</span>')
     return (f"<div>{summary}</div><table class='lmpolicy-readouts' style='border-spacing: 12px 2px'>"
             f"{head}{''.join(rows)}</table>")

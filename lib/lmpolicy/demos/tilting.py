@@ -17,14 +17,14 @@ import math
 
 import numpy as np
 
-from lmpolicy.demos.base import WidgetDemo
+from lmpolicy.demos.base import WidgetDemo, format_number
 from lmpolicy.demos.figure_widget import FigureImage
 from lmpolicy.exact.kl import kl
 from lmpolicy.exact.scenarios import SCENARIOS, get_scenario
 from lmpolicy.exact.temperature import temperature_curve, token_temperature
-from lmpolicy.exact.tilting import (check_beta, expected_reward, frontier, kl_objective, soft_values,
-                              tilted_optimum, token_level_optimum)
 from lmpolicy.exact.numeric import check_positive
+from lmpolicy.exact.tilting import (check_beta, expected_reward, frontier, kl_objective, soft_values,
+                                    tilted_optimum, token_level_optimum)
 
 # Slider grids in log10 units. beta: 10 steps per doubling, so 0.5 and 1 are exact grid points,
 # from 2 ** -4.4 = 0.047 to 2 ** 4.4 = 21. Temperature: 0.1 to 10 ** 0.5 = 3.16 in 60 steps
@@ -38,7 +38,6 @@ TEMPERATURE_RANGE = tuple(10.0 ** e for e in TEMPERATURE_LOG_RANGE)
 CURVE_POINTS = 200
 
 COLORS = {"ref": "#7f7f7f", "star": "#6a3d9a", "temperature": "#2ca02c", "true": "#d62728"}
-HALO = "stroke='white' stroke-width='3' paint-order='stroke'"  # SVG text stays legible over edges
 TEMPERATURE_MEANING = "token-level sampling temperature: T < 1 sharpens every next-token distribution"
 
 
@@ -120,7 +119,8 @@ class TiltingDemo(WidgetDemo):
         pi* at this beta: ``expected_reward`` E[r], ``true_expected_reward`` E[true r] (equal to
         E[r] outside the blind-spot scenario), ``kl`` KL(pi* || pi_ref), ``objective`` J = E[r] - beta KL,
         ``beta_log_partition`` beta log Z. Other policies at this beta: ``reference_objective``
-        J(pi_ref) = E_ref[r]; pi_ref at temperature T: ``temperature_expected_reward``,
+        J(pi_ref) = E_ref[r], ``reference_expected_reward`` and ``reference_true_expected_reward``
+        (pi_ref's KL is 0); pi_ref at temperature T: ``temperature_expected_reward``,
         ``temperature_true_expected_reward``, ``temperature_kl``, ``temperature_objective``.
         Also ``beta`` and ``temperature``.
         """
@@ -135,6 +135,8 @@ class TiltingDemo(WidgetDemo):
             "objective": self.optimum.objective,
             "beta_log_partition": self.optimum.beta_log_partition,
             "reference_objective": kl_objective(self.reference_probs, model, rewards, beta),
+            "reference_expected_reward": expected_reward(self.reference_probs, rewards),
+            "reference_true_expected_reward": expected_reward(self.reference_probs, self.scenario.true_rewards),
             "temperature_expected_reward": expected_reward(tempered_probs, rewards),
             "temperature_true_expected_reward": expected_reward(tempered_probs, self.scenario.true_rewards),
             "temperature_kl": kl(tempered_probs, self.reference_probs),
@@ -154,16 +156,20 @@ class TiltingDemo(WidgetDemo):
     def token_view(self) -> dict:
         """Per node of the token tree (the prefixes "", "a", ..., "aa", ...): ``soft_value`` V, and
         for every node but the root the edge into it, ``pi_ref`` -> ``pi_star``: the probability of
-        its last token after its parent prefix, under pi_ref and under the token-level pi*.
+        its last token after its parent prefix, under pi_ref and under the token-level pi*; and
+        ``pi_star_reach``, the probability that pi* writes this prefix at all (the product of the
+        ``pi_star`` values along the path from the root).
         """
         model = self.scenario.model
         view = {"": {"soft_value": float(self.soft_values[0])}}
         for depth in range(1, model.depth + 1):
+            reach = self.token_optimum.prefix_probs(depth)
             for prefix in model.prefixes(depth):
                 index = model.prefix_index(prefix)
                 view[prefix] = {"soft_value": float(self.soft_values[depth][index]),
                                 "pi_ref": float(model.tables[depth - 1][index]),
-                                "pi_star": float(self.token_optimum.tables[depth - 1][index])}
+                                "pi_star": float(self.token_optimum.tables[depth - 1][index]),
+                                "pi_star_reach": float(reach[index])}
         return view
 
     # -- widgets -----------------------------------------------------------------------------
@@ -197,7 +203,8 @@ class TiltingDemo(WidgetDemo):
                               (self.temperature_slider, "temperature"), (self.temperature_toggle, "toggle")):
             control.add_class(f"lmpolicy-tilting-{name}")
         header = w.HTML(
-            "<b>Tilting a toy language model.</b> pi* = pi_ref·exp(r/β)/Z. Move β to trade reward "
+            "<b>Tilting a toy language model.</b> Every response is two tokens from the scenario's "
+            "vocabulary. pi* = pi_ref·exp(r/β)/Z. Move β to trade reward "
             "against KL from pi_ref. <i>Temperature is token-level</i>: T rescales every next-token "
             "distribution of pi_ref (each raised to 1/T and renormalised), as a sampler does; "
             "it knows nothing about the reward.")
@@ -215,7 +222,8 @@ class TiltingDemo(WidgetDemo):
         controls = w.VBox([self.scenario_dropdown, self.beta_slider, self.temperature_slider,
                            self.temperature_toggle])
         views = w.VBox([
-            w.HTML("<b>Token view</b> (edges: pi_ref → pi* for that token; V: soft value of the node) "
+            w.HTML("<b>Token view</b> (each edge: pi_ref → pi* for that token after its parent, drawn as "
+                   "thick as the chance that pi* takes it; V: soft value of the node) "
                    f"and <b>response view</b>: the same policy seen two ways. {legend}"),
             w.HBox([self.tree, self.responses_table]),
         ])
@@ -230,10 +238,10 @@ class TiltingDemo(WidgetDemo):
     # -- figure: response bars and the reward-KL plane ---------------------------------------
 
     def _build_figure(self) -> None:
-        self._figure = FigureImage(width=9.0, height=3.6)
+        self._figure = FigureImage(width=9.5, height=3.4)
         figure = self._figure.figure
-        self._bars_axes = figure.add_axes((0.06, 0.12, 0.40, 0.84))
-        self._plane_axes = figure.add_axes((0.56, 0.12, 0.42, 0.84))
+        self._bars_axes = figure.add_axes((0.08, 0.14, 0.39, 0.82))
+        self._plane_axes = figure.add_axes((0.58, 0.14, 0.40, 0.82))
         plane = self._plane_axes
         self._frontier_line, = plane.plot([], [], color=COLORS["star"], linewidth=2)
         self._true_line, = plane.plot([], [], color=COLORS["true"], linestyle="--", linewidth=1.5)
@@ -301,28 +309,38 @@ class TiltingDemo(WidgetDemo):
 # -- HTML and SVG views ------------------------------------------------------------------------
 
 def _readout(key: str, value: float, digits: int = 3) -> str:
-    return f'<span data-readout="{html.escape(key)}">{value:.{digits}f}</span>'
+    return f'<span data-readout="{html.escape(key)}">{format_number(value, digits)}</span>'
+
+
+# The readout table: one column per policy, one row per quantity, so that the three policies
+# compare along a row. Each cell is a readouts() key (None: the policy has no such number).
+READOUT_COLUMNS = (("pi* at this β", "star"), ("pi_ref at T", "temperature"), ("pi_ref", "ref"))
+READOUT_ROWS = (
+    ("E[r]", ("expected_reward", "temperature_expected_reward", "reference_expected_reward")),
+    ("E[true reward]", ("true_expected_reward", "temperature_true_expected_reward",
+                        "reference_true_expected_reward")),
+    ("KL from pi_ref", ("kl", "temperature_kl", None)),
+    ("J = E[r] − β·KL", ("objective", "temperature_objective", "reference_objective")),
+)
 
 
 def readout_panel(readouts: dict, blind_spot: bool) -> str:
-    """The readouts as an HTML table; each number in a span with ``data-readout="<key>"``."""
-    rows = [("<b>Optimum pi* at this β</b>", None),
-            ("E<sub>pi*</sub>[r]", "expected_reward")]
-    if blind_spot:
-        rows.append(("E<sub>pi*</sub>[true reward]", "true_expected_reward"))
-    rows += [("KL(pi* ‖ pi_ref)", "kl"), ("J(pi*) = E[r] − β·KL", "objective"),
-             ("β·log Z = V at the root", "beta_log_partition"),
-             ("<b>Other policies, same β</b>", None),
-             ("J(pi_ref) = E<sub>ref</sub>[r]", "reference_objective"),
-             ("pi_ref at T: E[r]", "temperature_expected_reward")]
-    if blind_spot:
-        rows.append(("pi_ref at T: E[true reward]", "temperature_true_expected_reward"))
-    rows += [("pi_ref at T: KL from pi_ref", "temperature_kl"),
-             ("pi_ref at T: J = E[r] − β·KL", "temperature_objective")]
-    body = "".join(f"<tr><td colspan=2 style='padding-top:6px'>{label}</td></tr>" if key is None else
-                   f"<tr><td>{label}</td><td style='text-align:right'>{_readout(key, readouts[key])}</td></tr>"
-                   for label, key in rows)
-    return f"<table class='lmpolicy-readouts' style='border-spacing: 10px 1px; white-space: nowrap'>{body}</table>"
+    """The readouts as a compact HTML table (policies as columns); each number in a span with
+    ``data-readout="<key>"``. pi_ref's KL from itself is 0 by definition and shown as such."""
+    head = "<tr><th></th>" + "".join(f"<th style='color:{COLORS[color]}; text-align:right'>{title}</th>"
+                                     for title, color in READOUT_COLUMNS) + "</tr>"
+    rows = []
+    for label, keys in READOUT_ROWS:
+        if label == "E[true reward]" and not blind_spot:
+            continue
+        cells = "".join(f"<td style='text-align:right'>{_readout(key, readouts[key]) if key else '0'}</td>"
+                        for key in keys)
+        rows.append(f"<tr><td>{label}</td>{cells}</tr>")
+    rows.append(f"<tr><td>β·log Z (V at the root)</td>"
+                f"<td style='text-align:right'>{_readout('beta_log_partition', readouts['beta_log_partition'])}"
+                f"</td><td></td><td></td></tr>")
+    return (f"<table class='lmpolicy-readouts' style='border-spacing: 10px 2px; white-space: nowrap'>"
+            f"{head}{''.join(rows)}</table>")
 
 
 def response_table(view: dict, show_temperature: bool, blind_spot: bool) -> str:
@@ -343,16 +361,26 @@ def response_table(view: dict, show_temperature: bool, blind_spot: bool) -> str:
             f"{head}{''.join(rows)}</table>")
 
 
+# Token tree geometry, in pixels. Every edge runs from its parent to an elbow and then straight
+# into its child; the last TREE_ELBOW pixels before a child are the child's own strip, where its
+# edge label sits above the line and (inner nodes) its name and V below it. No other line enters a
+# strip, and strips of neighbouring children are a row apart, so no text crosses a line.
+TREE_ROW, TREE_COLUMN, TREE_ELBOW, TREE_TOP, TREE_LEFT = 30, 220, 112, 24, 92
+TREE_FONT_PX = 12
+TREE_EDGE_WIDTH = (0.8, 7.0)  # stroke width = first + second * (probability that pi* reaches the child)
+
+
 def token_tree_svg(tokens: tuple, depth: int, view: dict) -> str:
     """The token tree as inline SVG: root on the left, one column per token position.
 
-    Each edge is labelled "pi_ref → pi*" for its token and drawn as thick as pi*; each node shows
-    its soft value V (at a full response, V is its reward).
+    Each edge is labelled "pi_ref → pi*" for its token (the next-token probabilities after the
+    parent) and drawn as thick as the probability that pi* reaches the child at all, so an edge
+    below a prefix that pi* never writes stays thin. Each node shows its soft value V (at a full
+    response, V is its reward).
     """
     leaves = len(tokens) ** depth
-    row_height, column_width, left, top = 30, 210, 60, 22
-    height = top + leaves * row_height
-    width = left + depth * column_width + 90
+    height = TREE_TOP + leaves * TREE_ROW
+    width = TREE_LEFT + depth * TREE_COLUMN + 75  # room for the leaves' "aa r = 0.00"
 
     def position(prefix: str) -> tuple[float, float]:
         # a node sits in the middle of the rows its subtree's leaves occupy
@@ -360,31 +388,37 @@ def token_tree_svg(tokens: tuple, depth: int, view: dict) -> str:
         first = 0
         for i, char in enumerate(prefix):
             first += tokens.index(char) * len(tokens) ** (depth - 1 - i)
-        return left + len(prefix) * column_width, top + (first + span / 2) * row_height - row_height / 2
+        return TREE_LEFT + len(prefix) * TREE_COLUMN, TREE_TOP + (first + span / 2) * TREE_ROW - TREE_ROW / 2
 
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
-             f"font-family='sans-serif' font-size='12'>"]
+             f"font-family='sans-serif' font-size='{TREE_FONT_PX}'>"]
+    labels = []
     for prefix, node in view.items():
         if not prefix:
             continue
         (x0, y0), (x1, y1) = position(prefix[:-1]), position(prefix)
-        stroke = 0.8 + 7.0 * node["pi_star"]
-        parts.append(f"<line x1='{x0}' y1='{y0}' x2='{x1}' y2='{y1}' stroke='{COLORS['star']}' "
-                     f"stroke-opacity='0.55' stroke-width='{stroke:.2f}'/>")
-        along = 0.78 if len(prefix) == depth else 0.55  # fanned-out edges: label near the child end
-        label_x, label_y = x0 + along * (x1 - x0), y0 + along * (y1 - y0) - 4
-        parts.append(f"<text x='{label_x:.1f}' y='{label_y:.1f}' text-anchor='middle' {HALO} "
-                     f"data-edge='{prefix}'><tspan fill='{COLORS['ref']}'>{node['pi_ref']:.2f}</tspan> → "
-                     f"<tspan fill='{COLORS['star']}' font-weight='bold'>{node['pi_star']:.2f}</tspan></text>")
+        stroke = TREE_EDGE_WIDTH[0] + TREE_EDGE_WIDTH[1] * node["pi_star_reach"]
+        parts.append(f"<polyline points='{x0},{y0} {x1 - TREE_ELBOW},{y1} {x1},{y1}' fill='none' "
+                     f"stroke='{COLORS['star']}' stroke-opacity='0.55' stroke-width='{stroke:.2f}' "
+                     f"stroke-linejoin='round' data-edge-line='{prefix}'/>")
+        strip_middle = x1 - TREE_ELBOW / 2 - 4
+        labels.append(f"<text x='{strip_middle:.1f}' y='{y1 - 8:.1f}' text-anchor='middle' data-edge='{prefix}'>"
+                      f"<tspan fill='{COLORS['ref']}'>{node['pi_ref']:.2f}</tspan> → "
+                      f"<tspan fill='{COLORS['star']}' font-weight='bold'>{node['pi_star']:.2f}</tspan></text>")
     for prefix, node in view.items():
         x, y = position(prefix)
-        name = prefix if prefix else "start"
         is_leaf = len(prefix) == depth
-        value = f"r = {node['soft_value']:.2f}" if is_leaf else f"V = {node['soft_value']:.2f}"
+        value = (f"r = {format_number(node['soft_value'], 2)}" if is_leaf
+                 else f"V = {format_number(node['soft_value'], 2)}")
+        name = f"<tspan font-weight='bold'>{prefix if prefix else 'start'}</tspan> {value}"
         parts.append(f"<circle cx='{x}' cy='{y}' r='5' fill='black'/>")
-        anchor, dx = ("start", 9) if is_leaf else ("middle", 0)
-        dy = 4 if is_leaf else 18
-        parts.append(f"<text x='{x + dx}' y='{y + dy}' text-anchor='{anchor}' {HALO} data-node='{prefix}'>"
-                     f"<tspan font-weight='bold'>{name}</tspan> {value}</text>")
+        if is_leaf:  # right of the leaf, where no line goes
+            labels.append(f"<text x='{x + 9}' y='{y + 4}' data-node='{prefix}'>{name}</text>")
+        elif not prefix:  # left of the root
+            labels.append(f"<text x='{x - 9}' y='{y + 4}' text-anchor='end' data-node=''>{name}</text>")
+        else:  # below the node's own incoming strip
+            labels.append(f"<text x='{x - TREE_ELBOW / 2 - 4:.1f}' y='{y + 17}' text-anchor='middle' "
+                          f"data-node='{prefix}'>{name}</text>")
+    parts.extend(labels)  # text on top of every line and node
     parts.append("</svg>")
     return "".join(parts)

@@ -26,7 +26,7 @@ class Scenario:
     """One toy model of the tilting demo.
 
     name : short key, e.g. ``"worked"``
-    title : what the demo's menu shows
+    title : what the demo's menu shows, with the vocabulary (every response is two tokens long)
     model : the reference ToyLM pi_ref
     rewards : (N,) the reward being optimised (the reward model), in ``model.responses`` order
     true_rewards : (N,) what we actually want; the same array as ``rewards`` except in
@@ -61,15 +61,15 @@ _BLIND_SPOT_REWARDS = {"aa": 0.2, "ab": 0.2, "ac": 0.2, "ba": 0.4, "bb": 1.0, "b
 SCENARIOS: dict[str, Scenario] = {
     scenario.name: scenario
     for scenario in (
-        _scenario("worked", "Worked example from the text (2 tokens)", "ab",
+        _scenario("worked", "Worked example from the text (vocabulary a, b)", "ab",
                   first=(0.7, 0.3), after={"a": (0.6, 0.4), "b": (0.5, 0.5)},
                   rewards={"aa": 0.0, "ab": 1.0, "ba": 0.0, "bb": 2.0}),
-        _scenario("likely", "Likely answers are good answers (3 tokens)", "abc",
+        _scenario("likely", "Likely answers are good answers (vocabulary a, b, c)", "abc",
                   first=(0.6, 0.3, 0.1),
                   after={"a": (0.6, 0.3, 0.1), "b": (0.7, 0.2, 0.1), "c": (0.5, 0.3, 0.2)},
                   rewards={"aa": 0.8, "ab": 0.3, "ac": 0.0, "ba": 1.0, "bb": 0.3, "bc": 0.0,
                            "ca": 0.5, "cb": 0.2, "cc": 0.0}),
-        _scenario("blind_spot", "Reward model with a blind spot (3 tokens)", "abc",
+        _scenario("blind_spot", "Reward model with a blind spot (vocabulary a, b, c)", "abc",
                   first=(0.5, 0.4, 0.1),
                   after={"a": (0.5, 0.3, 0.2), "b": (0.2, 0.6, 0.2), "c": (0.4, 0.4, 0.2)},
                   rewards=_BLIND_SPOT_REWARDS, true_rewards={**_BLIND_SPOT_REWARDS, "cc": 0.0}),

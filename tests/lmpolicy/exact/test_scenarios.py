@@ -34,7 +34,12 @@ def beta_with_kl(ref, rewards, target, lo=1e-3, hi=1e3):
 
 def test_menu_and_titles():
     assert list(SCENARIOS) == ["worked", "likely", "blind_spot"]
-    assert get_scenario("worked").title == "Worked example from the text (2 tokens)"
+    assert get_scenario("worked").title == "Worked example from the text (vocabulary a, b)"
+    # the parenthesis names the vocabulary (responses are two tokens long), not a length
+    assert get_scenario("likely").title.endswith("(vocabulary a, b, c)")
+    for scenario in SCENARIOS.values():
+        assert "tokens)" not in scenario.title and scenario.model.depth == 2
+        assert scenario.title.endswith(f"(vocabulary {', '.join(scenario.model.tokens)})")
     assert get_scenario("likely").title.startswith("Likely answers are good answers")
     assert get_scenario("blind_spot").title.startswith("Reward model with a blind spot")
     with pytest.raises(ValueError) as error:
