@@ -105,7 +105,7 @@ class Settings:
     workers: int = os.cpu_count() or 2
     """worker processes of the course's grader (and writers of part 'gradebook')"""
     notebooks: str = ""
-    """comma-separated subset of notebooks (default: all)"""
+    """comma-separated subset of notebooks (empty: all)"""
     part: Literal["both", "one", "class", "gradebook"] = "both"
     """measure one submission, the class, both, or the gradebook under concurrent writers"""
     sessions: int = 100
