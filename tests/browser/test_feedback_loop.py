@@ -2,7 +2,8 @@
 
 In the student's copy of notebook 01: type the softmax that forgets to subtract the maximum (a pitfall
 of the wrong-answer corpus), run the notebook, and read a short message naming the mistake, with no
-traceback; type a correct softmax, see ✓; and see the start page's count of done items go up by one.
+traceback, in the notebook and in nbgrader's Validate dialog; type a correct softmax, see ✓; and see the
+start page's count of done items go up by one.
 Screenshots of each step are saved under test-artifacts/feedback-*.png.
 """
 import re
@@ -112,6 +113,16 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         assert len(lines) <= MAX_MESSAGE_LINES, f"the message has {len(lines)} lines:\n{shown}"
         assert pitfall.names in shown, f"the message does not say {pitfall.names!r}:\n{shown}"
         assert "Traceback" not in shown and "checks.py" not in shown and "site-packages" not in shown, shown
+        # nbgrader's Validate button runs the saved notebook and shows the same short message
+        page.keyboard.press("Control+S")
+        expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)  # saved
+        page.get_by_role("button", name="Validate").click()
+        dialog = page.locator(".jp-Dialog", has_text="Validation Results")
+        expect(dialog).to_contain_text("Check failed: " + shown.split("Check failed: ", 1)[1].splitlines()[0],
+                                       timeout=RUN_TIMEOUT_MS)
+        dialog.screenshot(path=str(artifacts_dir / "feedback-validate.png"))
+        assert "Traceback" not in dialog.inner_text()
+        dialog.get_by_role("button", name="Ok").click()
 
         replace_cell_code(page, answer, CORRECT_SOFTMAX)
         run_all(page, NOTEBOOK)  # now passes the softmax check, stops at 11.1(a)'s stub
