@@ -19,80 +19,55 @@ _TOP_P = '''def top_p_filter(logits, p):
     return logits.masked_fill(drop, float("-inf"))
 '''
 
+
+def _sampler(greedy="logits.argmax(dim=-1)", probs="torch.softmax(logits / temperature, dim=-1)",
+             draw="torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)"):
+    """The notebook's sampler with one of its three lines (greedy branch, probabilities, draw) changed."""
+    branch = f"    if temperature == 0:\n        return {greedy}\n" if greedy else ""
+    return f"def sample_with_temperature(logits, temperature, generator=None):\n{branch}    probs = {probs}\n    return {draw}\n"
+
+
 WRONG_ANSWERS = [
     # Lab Task 2: sample_with_temperature
     WrongAnswer(
         NOTEBOOK, *SAMPLER,
-        '''def sample_with_temperature(logits, temperature, generator=None):
-    if temperature == 0:
-        return logits.argmax(dim=-1)
-    probs = torch.softmax(logits * temperature, dim=-1)
-    return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
-''',
+        _sampler(probs="torch.softmax(logits * temperature, dim=-1)"),
         "multiplies the logits by the temperature instead of dividing: right at T = 1 only",
         kind=Kind.PITFALL, names="divide the logits by the temperature",
     ),
     WrongAnswer(
         NOTEBOOK, *SAMPLER,
-        '''def sample_with_temperature(logits, temperature, generator=None):
-    if temperature == 0:
-        return logits.argmax(dim=-1)
-    probs = torch.softmax(logits / temperature, dim=-1)
-    return torch.multinomial(probs, num_samples=1).squeeze(-1)
-''',
+        _sampler(draw="torch.multinomial(probs, num_samples=1).squeeze(-1)"),
         "ignores the generator: the samples are not reproducible from a seed",
         kind=Kind.PITFALL, names="ignores its `generator`",
     ),
     WrongAnswer(
         NOTEBOOK, *SAMPLER,
-        '''def sample_with_temperature(logits, temperature, generator=None):
-    if temperature == 0:
-        return logits.argmax(dim=-1)
-    probs = torch.softmax(logits / temperature, dim=-1)
-    return torch.multinomial(probs, num_samples=1, generator=torch.Generator().manual_seed(0)).squeeze(-1)
-''',
+        _sampler(draw="torch.multinomial(probs, num_samples=1, generator=torch.Generator().manual_seed(0)).squeeze(-1)"),
         "seeds a generator of its own instead of drawing from the one it is given",
         kind=Kind.PITFALL, names="does not draw from the `generator`",
     ),
     WrongAnswer(
         NOTEBOOK, *SAMPLER,
-        '''def sample_with_temperature(logits, temperature, generator=None):
-    probs = torch.softmax(logits / temperature, dim=-1)
-    return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
-''',
+        _sampler(greedy=None),
         "no special case for T = 0: logits / 0 gives inf and NaN, and torch.multinomial raises",
         kind=Kind.PITFALL, names="greedy",
     ),
     WrongAnswer(
         NOTEBOOK, *SAMPLER,
-        '''def sample_with_temperature(logits, temperature, generator=None):
-    if temperature == 0:
-        return logits.argmax()
-    probs = torch.softmax(logits / temperature, dim=-1)
-    return torch.multinomial(probs, num_samples=1, generator=generator).squeeze(-1)
-''',
+        _sampler(greedy="logits.argmax()"),
         "greedy with argmax() over the whole batch: one index into the flattened tensor instead of one per row",
         kind=Kind.PITFALL, names="one token id per row",
     ),
     WrongAnswer(
         NOTEBOOK, *SAMPLER,
-        '''def sample_with_temperature(logits, temperature, generator=None):
-    if temperature == 0:
-        return logits.argmax(dim=-1)
-    probs = torch.softmax(logits / temperature, dim=-1)
-    return torch.multinomial(probs, num_samples=1, generator=generator)
-''',
+        _sampler(draw="torch.multinomial(probs, num_samples=1, generator=generator)"),
         "forgets to squeeze: torch.multinomial returns shape (B, 1), not (B,)",
         kind=Kind.PITFALL, names="one token id per row",
     ),
     WrongAnswer(
         NOTEBOOK, *SAMPLER,
-        '''def sample_with_temperature(logits, temperature, generator=None):
-    if temperature == 0:
-        return logits.argmax(dim=-1)
-    weights = torch.exp(logits / temperature)
-    return torch.multinomial(weights / weights.sum(-1, keepdim=True), 1, generator=generator).squeeze(-1)
-''',
+        _sampler(probs="torch.exp(logits / temperature) / torch.exp(logits / temperature).sum(-1, keepdim=True)"),
         "an unstable softmax: exp(logits / T) overflows for small temperatures",
         kind=Kind.PITFALL, names="exp overflows",
     ),

@@ -6,9 +6,18 @@ BANDIT = ("ex11_3a__answer", "ex11_3a")
 TOKEN = ("ex11_3b__answer", "ex11_3b")
 CHAIN = ("ex11_3c__answer", "ex11_3c")
 
-_BANDIT_OBJECTIVE = '''def bandit_objective(theta, second_probs, rewards):
-    first = torch.softmax(theta, dim=-1)
+
+
+def _bandit(first="torch.softmax(theta, dim=-1)", component=1):
+    """The notebook's bandit_objective and grad_b_bandit, the first-token probabilities or the component changed."""
+    return f'''def bandit_objective(theta, second_probs, rewards):
+    first = {first}
     return (first[:, None] * second_probs * rewards).sum()
+
+
+_theta = theta_ref.clone().requires_grad_(True)
+(_grad,) = torch.autograd.grad(bandit_objective(_theta, second_probs, reward_table), _theta)
+grad_b_bandit = _grad[{component}].item()
 '''
 
 # token_level_gradient as the notebook builds it, with the score (grad log pi(y1)) and the weight left open.
@@ -38,15 +47,7 @@ WRONG_ANSWERS = [
     # 11.3(a)
     WrongAnswer(
         NOTEBOOK, *BANDIT,
-        '''def bandit_objective(theta, second_probs, rewards):
-    first = torch.exp(theta)
-    return (first[:, None] * second_probs * rewards).sum()
-
-
-_theta = theta_ref.clone().requires_grad_(True)
-(_grad,) = torch.autograd.grad(bandit_objective(_theta, second_probs, reward_table), _theta)
-grad_b_bandit = _grad[1].item()
-''',
+        _bandit(first="torch.exp(theta)"),
         "uses exp(theta) without normalising: right at theta_ref (where exp gives 0.7, 0.3), wrong gradient",
         kind=Kind.PITFALL, names="softmax(theta), not exp(theta)",
     ),
@@ -76,12 +77,7 @@ grad_b_bandit = 0.6 * 0.7 * 0.3
     ),
     WrongAnswer(
         NOTEBOOK, *BANDIT,
-        _BANDIT_OBJECTIVE + '''
-
-_theta = theta_ref.clone().requires_grad_(True)
-(_grad,) = torch.autograd.grad(bandit_objective(_theta, second_probs, reward_table), _theta)
-grad_b_bandit = _grad[0].item()
-''',
+        _bandit(component=0),
         "reads the theta_a component of the gradient (index 0) instead of theta_b",
         kind=Kind.PITFALL, names="index 0",
     ),
