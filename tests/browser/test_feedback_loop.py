@@ -3,7 +3,8 @@
 In the student's copy of notebook 01: type the softmax that forgets to subtract the maximum (a pitfall
 of the wrong-answer corpus), run the notebook, and read a short message naming the mistake, with no
 traceback, in the notebook and in nbgrader's Validate dialog; type a correct softmax, see ✓; and see the
-start page's count of done items go up by one.
+start page's count of done items go up by one; run the answer cell again with the wrong code and see
+the tick go.
 Screenshots of each step are saved under test-artifacts/feedback-*.png.
 """
 import re
@@ -133,7 +134,20 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         page.screenshot(path=str(artifacts_dir / "feedback-start-page-after.png"))
         assert items_done(after_notebook) == items_done(before_notebook) + 1, (before_notebook, after_notebook)
         assert items_done(after_course) == items_done(before_course) + 1, (before_course, after_course)
-        expect(page.locator(".jp-OutputArea-output tr", has_text="a numerically stable softmax")).to_contain_text("passed")
+        softmax_row = page.locator(".jp-OutputArea-output tr", has_text="a numerically stable softmax")
+        expect(softmax_row).to_contain_text("passed")
+
+        # the answer run again with other code: the tick goes until the check passes on it
+        open_in_lab(page, lab_server, f"{student_copy.relative_to(repo_root)}/{NOTEBOOK}.ipynb")
+        replace_cell_code(page, answer, pitfall.source)
+        page.keyboard.press("Shift+Enter")  # run just the answer cell
+        expect(page.locator(".jp-Notebook .jp-Cell").nth(answer).locator(".jp-InputPrompt")).to_have_text(
+            re.compile(r"\[\d+\]"), timeout=RUN_TIMEOUT_MS)
+        page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=RUN_TIMEOUT_MS)
+        changed_notebook, _ = read_start_page(page, lab_server, run_all, start_copy)
+        assert items_done(changed_notebook) == items_done(before_notebook), (before_notebook, changed_notebook)
+        expect(softmax_row).to_contain_text("changed: your answer changed since its check passed")
+        page.screenshot(path=str(artifacts_dir / "feedback-start-page-changed.png"))
     finally:
         page.screenshot(path=str(artifacts_dir / "feedback-last-page.png"))
         page.close()
