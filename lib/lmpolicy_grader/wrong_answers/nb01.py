@@ -38,6 +38,15 @@ WRONG_ANSWERS = [
     WrongAnswer(
         NOTEBOOK, *SOFTMAX,
         '''def softmax(logits, dim=-1):
+    weights = torch.exp(logits - logits.max(dim=dim).values)
+    return weights / weights.sum(dim=dim)
+''',
+        "reduces without keepdim=True: fine for one vector, a broadcasting error (or a wrong answer) for a batch",
+        kind=Kind.PITFALL, names="keepdim=True",
+    ),
+    WrongAnswer(
+        NOTEBOOK, *SOFTMAX,
+        '''def softmax(logits, dim=-1):
     weights = torch.exp(logits - logits.mean(dim=dim, keepdim=True))
     return weights / weights.sum(dim=dim, keepdim=True)
 ''',
