@@ -425,15 +425,16 @@ class ProgressTable(list):
         self.source = source  # where the written answers were read
 
     def _repr_html_(self) -> str:
+        # JupyterLab right-aligns output tables; words read better left-aligned (inline: the
+        # output sanitizer drops <style> elements)
         def row(cells, tag="td", style=""):
-            return f"<tr{style}>" + "".join(f"<{tag}>{html.escape(str(c))}</{tag}>" for c in cells) + "</tr>"
+            return f"<tr{style}>" + "".join(f'<{tag} style="text-align:left">{html.escape(str(c))}</{tag}>'
+                                            for c in cells) + "</tr>"
 
         body = "".join(row(r, style=' style="font-weight:bold"' if r[0].startswith(("notebook", "course")) else "")
                        for r in self)
         note = f"<p>Written answers as last saved in <code>{html.escape(str(self.source))}</code>.</p>"
-        # JupyterLab right-aligns output tables; words read better left-aligned
-        style = "<style>.lmpolicy-progress td, .lmpolicy-progress th {text-align: left}</style>"
-        return f'{style}<table class="lmpolicy-progress">{row(self.HEADER, "th")}{body}</table>{note}'
+        return f"<table>{row(self.HEADER, 'th')}{body}</table>{note}"
 
     def __str__(self) -> str:
         rows = [self.HEADER, *self]

@@ -98,7 +98,7 @@ def test_table_has_a_row_per_graded_cell_and_totals_per_notebook_and_course(prog
                                               f"{done_points} of {stated_points(name):g}")
     assert totals["course total"][1] == f"2 of {sum(stated_points(n) for n in progress.NOTEBOOKS):g}"
     html = rows._repr_html_()
-    assert html.count("<tr") == len(rows) + 1 and "<td>passed</td>" in html
+    assert html.count("<tr") == len(rows) + 1 and '<td style="text-align:left">passed</td>' in html
     assert "11.2(b)" in str(rows)
 
 
