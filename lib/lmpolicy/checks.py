@@ -39,7 +39,8 @@ import numpy as np
 
 from lmpolicy import progress
 
-MAX_MESSAGE_LINES = 5   # of the message itself; with the student's frames and the hint, at most 8 lines
+MAX_SHOWN_LINES = 8     # a failed check shows at most this many lines: message, the student's frames, hint
+MAX_HINT_LINES = 2
 MAX_STUDENT_FRAMES = 2  # the innermost frames of the student's code that raised
 RED, BOLD, RESET = "\x1b[31m", "\x1b[1m", "\x1b[0m"
 
@@ -64,12 +65,16 @@ class CheckFailed(AssertionError):
         """What IPython shows instead of a traceback: the message, the details and the hint, in a few lines."""
         problem = getattr(self, "problem", None)
         problem = str(self) if problem is None else problem
+        hint = getattr(self, "hint", None)
+        hint_lines = hint.strip().splitlines()[:MAX_HINT_LINES] if hint else []
+        details = self._details()
         lines = problem.strip().splitlines() or [type(self).__name__]
-        if len(lines) > MAX_MESSAGE_LINES:
-            lines = lines[:MAX_MESSAGE_LINES - 1] + [f"... ({len(lines) - MAX_MESSAGE_LINES + 1} more lines)"]
-        shown = [f"{RED}{BOLD}\u2717 {self.heading}:{RESET} {lines[0]}", *lines[1:], *self._details()]
-        if getattr(self, "hint", None):
-            shown.append(f"{BOLD}Hint:{RESET} {self.hint}")
+        room = max(1, MAX_SHOWN_LINES - len(details) - len(hint_lines))
+        if len(lines) > room:
+            lines = lines[:room - 1] + [f"... ({len(lines) - room + 1} more lines)"] if room > 1 else lines[:1]
+        shown = [f"{RED}{BOLD}\u2717 {self.heading}:{RESET} {lines[0]}", *lines[1:], *details]
+        if hint_lines:
+            shown += [f"{BOLD}Hint:{RESET} {hint_lines[0]}", *hint_lines[1:]]
         return shown
 
 

@@ -192,8 +192,9 @@ def test_a_failed_check_renders_as_its_message_and_hint_only():
         checks.check_close([0.1, 0.9], [0.1, 0.8], "softmax(z)", hint="divide by the sum")
     assert rendered(excinfo.value) == ["\u2717 Check failed: softmax(z) is off at index (1,): expected 0.8, got 0.9",
                                        "Hint: divide by the sum"]
-    long = checks.CheckFailed("\n".join(f"line {i}" for i in range(20)), hint="h")
-    assert len(rendered(long)) == checks.MAX_MESSAGE_LINES + 1 and rendered(long)[-1] == "Hint: h"
+    long = checks.CheckFailed("\n".join(f"line {i}" for i in range(20)), hint="h\nmore\nand more")
+    shown = rendered(long)
+    assert len(shown) == 8 and shown[5] == "... (15 more lines)" and shown[-2:] == ["Hint: h", "more"]
 
 
 def test_check_close_can_withhold_the_expected_value():
