@@ -296,10 +296,14 @@ def release_dir() -> Path:
 
 
 def working_copy() -> Path:
-    """The student's copy of the assignment: ``$LMPOLICY_WORK_DIR``, else ``work/ch11`` in the course
-    folder (``make lab`` makes it once from ``release/ch11``)."""
+    """The student's copy of the assignment: ``$LMPOLICY_WORK_DIR`` if set; else ``work/ch11`` in the
+    course folder (``make lab`` makes it once from ``release/ch11``) or, failing that, ``~/ch11`` (where
+    nbgrader's Fetch puts it on a JupyterHub), whichever exists; else ``work/ch11``."""
     configured = os.environ.get("LMPOLICY_WORK_DIR")
-    return Path(configured) if configured else course_root() / "work" / ASSIGNMENT
+    if configured:
+        return Path(configured)
+    candidates = [course_root() / "work" / ASSIGNMENT, Path.home() / ASSIGNMENT]
+    return next((path for path in candidates if path.is_dir()), candidates[0])
 
 
 @dataclass(frozen=True)

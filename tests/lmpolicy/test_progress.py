@@ -23,6 +23,20 @@ def test_default_location_is_in_the_home_folder(monkeypatch, tmp_path):
     assert progress.progress_file() == tmp_path / ".lmpolicy" / "progress.json"
 
 
+def test_the_working_copy_is_the_configured_one_else_the_one_that_exists(monkeypatch, tmp_path):
+    monkeypatch.setenv("LMPOLICY_WORK_DIR", str(tmp_path / "mine"))
+    assert progress.working_copy() == tmp_path / "mine"
+    monkeypatch.delenv("LMPOLICY_WORK_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(progress, "course_root", lambda: tmp_path / "course")
+    local, fetched = tmp_path / "course" / "work" / "ch11", tmp_path / "home" / "ch11"
+    assert progress.working_copy() == local  # neither exists yet: where `make lab` will put it
+    fetched.mkdir(parents=True)
+    assert progress.working_copy() == fetched  # nbgrader's Fetch on a hub
+    local.mkdir(parents=True)
+    assert progress.working_copy() == local
+
+
 def test_record_then_load_round_trips_and_keeps_the_first_time(progress_path):
     assert progress.load() == {}
     progress.record("task2")
