@@ -98,3 +98,15 @@ def test_feedback_notes_a_hidden_test_only_when_one_failed(failed_line, hidden):
     assert "double(-3.0)" not in shown and "HIDDEN TESTS" not in shown and "double(-3.0)" not in cell.source
     if failed_line == 2:  # the visible check's own traceback stays, pointing at its line
         assert "----> 2 checks.check_close(double(1.0), 2.0, 'double')" in shown
+
+
+def test_outcomes_read_back_with_their_status_even_from_an_older_status_file(tmp_path):
+    from lmpolicy_grader.grading import STATUS_FILE, Outcome, load_outcomes, save_outcomes
+    from lmpolicy_grader.status import Status
+
+    save_outcomes(tmp_path, [Outcome("ada", "01_x", Status.FAILED, "kernel died")])
+    assert '"status": "FAILED"' in (tmp_path / STATUS_FILE).read_text()
+    (tmp_path / STATUS_FILE).write_text(json.dumps([{"student": "bob", "notebook": "01_x", "status": "failed"}]))
+    assert [o.status for o in load_outcomes(tmp_path)] == [Status.FAILED]  # written before one spelling
+    with pytest.raises(ValueError, match="'finished'"):
+        Outcome("eve", "01_x", "finished")
