@@ -4,7 +4,7 @@ In the student's copy of notebook 01: type the softmax that forgets to subtract 
 of the wrong-answer corpus), run the notebook, and read a short message naming the mistake, with no
 traceback, in the notebook and in nbgrader's Validate dialog; type a correct softmax, see ✓; and see the
 start page's count of done items go up by one; run the answer cell again with the wrong code and see
-the tick go.
+the tick go; write 11.1(b)'s answer, save, and see it counted.
 Screenshots of each step are saved under test-artifacts/feedback-*.png.
 """
 import re
@@ -19,6 +19,7 @@ RUN_TIMEOUT_MS = 120_000  # kernel start, torch import and the notebook's cells 
 MAX_MESSAGE_LINES = 8
 NOTEBOOK = "01_policy_softmax"
 ANSWER, CHECK = "nb01_softmax__answer", "nb01_softmax__tests"
+WRITTEN = "ex11_1b__manual"
 # A correct softmax, written for this test: shift by the largest logit along `dim`, then normalise.
 CORRECT_SOFTMAX = '''def softmax(logits, dim=-1):
     shifted = logits - logits.amax(dim=dim, keepdim=True)
@@ -148,6 +149,22 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         assert items_done(changed_notebook) == items_done(before_notebook), (before_notebook, changed_notebook)
         expect(softmax_row).to_contain_text("changed: your answer changed since its check passed")
         page.screenshot(path=str(artifacts_dir / "feedback-start-page-changed.png"))
+
+        # a written answer counts once its saved cell holds the student's text (no tick to set by hand)
+        open_in_lab(page, lab_server, f"{student_copy.relative_to(repo_root)}/{NOTEBOOK}.ipynb")
+        written = page.locator(".jp-Notebook .jp-Cell").nth(cell_index(notebook_path, WRITTEN))
+        written.scroll_into_view_if_needed()
+        written.dblclick()  # a rendered Markdown cell opens its editor on a double click
+        written.locator(".cm-content").click()
+        page.keyboard.press("Control+A")
+        page.keyboard.insert_text("By the chain rule the probability is a product, so its log is a sum of logs.")
+        page.keyboard.press("Shift+Enter")
+        page.keyboard.press("Control+S")
+        expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)
+        written_notebook, _ = read_start_page(page, lab_server, run_all, start_copy)
+        assert items_done(written_notebook) == items_done(before_notebook) + 1, (before_notebook, written_notebook)
+        expect(page.locator(".jp-OutputArea-output tr", has_text="the log-prob is a sum (proof)")).to_contain_text(
+            "answered")
     finally:
         page.screenshot(path=str(artifacts_dir / "feedback-last-page.png"))
         page.close()
