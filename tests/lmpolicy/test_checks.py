@@ -363,3 +363,10 @@ def test_nbgrader_validate_shows_the_short_message_of_a_failing_check(tmp_path):
     assert pitfall.names in softmax, softmax
     assert "Traceback" not in out and "checks.py" not in out
     assert len([line for line in softmax.splitlines() if line.strip()]) <= 8
+
+
+def test_summary_under_the_grader_prints_only_a_note(monkeypatch, capsys):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    checks.summary("01_policy_softmax")
+    assert capsys.readouterr().out.strip() == \
+        "(your own kernel shows the summary of your checks; the grade comes from the hidden tests)"

@@ -198,3 +198,18 @@ def test_a_file_from_a_newer_format_is_moved_aside_not_overwritten(progress_path
         assert progress.load() == {}
     (aside,) = [p for p in progress_path.parent.iterdir() if ".corrupt-" in p.name]
     assert json.loads(aside.read_text())["version"] == 99
+
+
+@pytest.mark.parametrize("name", progress.NOTEBOOKS)
+def test_each_notebooks_summary_has_a_line_per_graded_cell(name, progress_path, monkeypatch, tmp_path):
+    monkeypatch.setenv("LMPOLICY_WORK_DIR", str(tmp_path / "no-copy"))  # the release: nothing done yet
+    lines = progress.notebook_summary(name).splitlines()
+    grade_cells = [c for c in release_cells(name) if c.metadata.get("nbgrader", {}).get("grade")]
+    assert lines[0] == f"{name}: 0 of {len(grade_cells)} graded items done (0 of {stated_points(name):g} points)"
+    assert len(lines) == len(grade_cells) + 2
+    assert all(line.endswith(("not attempted", "still empty")) for line in lines[1:-1])
+
+
+def test_a_summary_of_an_unknown_notebook_names_the_known_ones(progress_path):
+    with pytest.raises(ValueError, match="no graded cells found for notebook '09_nope'.*01_policy_softmax"):
+        progress.notebook_summary("09_nope")
