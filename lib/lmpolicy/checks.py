@@ -440,7 +440,7 @@ def summary(notebook: str) -> None:
     """Print notebook ``notebook``'s graded items with their state: passed, failing (with the reason),
     changed since it passed, not attempted, written answer still empty."""
     if _under_grader():
-        print("(your own kernel shows the summary of your checks; the grade comes from the hidden tests)")
+        print("(the summary of your checks appears when you run this cell yourself, not under nbgrader)")
         return
     print(progress.notebook_summary(notebook, student_notebook=_this_notebook(notebook)))
 

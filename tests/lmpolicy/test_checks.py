@@ -369,4 +369,4 @@ def test_summary_under_the_grader_prints_only_a_note(monkeypatch, capsys):
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     checks.summary("01_policy_softmax")
     assert capsys.readouterr().out.strip() == \
-        "(your own kernel shows the summary of your checks; the grade comes from the hidden tests)"
+        "(the summary of your checks appears when you run this cell yourself, not under nbgrader)"
