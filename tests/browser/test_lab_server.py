@@ -32,7 +32,9 @@ def test_student_lab_loads_validate_but_not_the_instructors_tools(lab_server):
 def test_student_lab_made_the_working_copy_from_the_release(student_copy, repo_root):
     release = sorted(p.name for p in (repo_root / "release" / "ch11").glob("*.ipynb"))
     assert sorted(p.name for p in student_copy.glob("*.ipynb")) == release
-    assert (student_copy / release[0]).read_bytes() == (repo_root / "release" / "ch11" / release[0]).read_bytes()
+    # test_feedback_loop.py works in 01 of this same copy; the others are as the release made them
+    for name in release[1:]:
+        assert (student_copy / name).read_bytes() == (repo_root / "release" / "ch11" / name).read_bytes(), name
 
 
 def test_instructor_lab_has_the_formgrader(instructor_lab_server):
