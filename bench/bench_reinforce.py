@@ -1,9 +1,10 @@
 """How long does REINFORCE take to make TinyLM good, next to SFT on the true answers? One run of each per seed.
 
-    python bench/bench_reinforce.py [--threads 2] [--budget 300] [--seed 0] [--seeds 3] [--plain]
+    python bench/bench_reinforce.py [--threads 1] [--max-updates N] [--seed 0] [--seeds 3] [--plain]
 
 From the shipped checkpoint, trains until the held-out targets are reached (greedy accuracy >= 0.95
-and expected sampled accuracy >= 0.90, measured every 2 s of training on the 1,000 held-out problems):
+and expected sampled accuracy >= 0.90, measured on the 1,000 held-out problems every
+``eval_every_updates`` updates of each recipe), or for at most its ``max_updates`` (``--max-updates`` sets both):
 
 * REINFORCE with the library's recipe (``lmpolicy.tinylm.reinforce.Recipe()``: k1 leash, leave-one-out
   baseline, prompts drawn by how often they were wrong, 3 clipped steps per batch, the library's
@@ -13,7 +14,8 @@ and expected sampled accuracy >= 0.90, measured every 2 s of training on the 1,0
   per batch), which needs several minutes.
 
 Prints, for each, the training time to target (wall clock and CPU time; the time spent measuring is
-not counted), the updates and answers it took, the final KL from the reference, and the ratio
+not counted; the updates to target are the same on every machine, the seconds are not), the updates and
+answers it took, the final KL from the reference, and the ratio
 REINFORCE / SFT, measured side by side for each seed, and REINFORCE's median time against the goal
 (<= 60 s of wall time). The machine is shared: the load
 average is printed before and after, and CPU time is the figure that does not depend on it.
@@ -34,8 +36,8 @@ GOAL_SECONDS = 60.0
 
 def describe(h: runs.History) -> str:
     if h.seconds_to_target is None:
-        return (f"{h.label:34} not reached in {h.seconds[-1]:.0f} s wall, {h.cpu_seconds[-1]:.0f} s CPU, "
-                f"{h.updates[-1]} updates, {h.answers_sampled:,} answers; end: greedy {h.greedy[-1]:.3f}, "
+        return (f"{h.label:34} not reached in {h.updates[-1]} updates, {h.seconds[-1]:.0f} s wall, "
+                f"{h.cpu_seconds[-1]:.0f} s CPU, {h.answers_sampled:,} answers; end: greedy {h.greedy[-1]:.3f}, "
                 f"sampled {h.sampled[-1]:.3f}, KL {h.kl[-1]:.3f}")
     i = h.updates.index(h.updates_to_target)
     return (f"{h.label:34} {h.seconds_to_target:8.1f} {h.cpu_seconds_to_target:8.1f} {h.updates_to_target:8d} "
@@ -44,8 +46,8 @@ def describe(h: runs.History) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2, help="torch threads for both runs (2 = this machine's cores)")
-    parser.add_argument("--budget", type=float, default=300.0, help="give up after this many seconds of training")
+    parser.add_argument("--threads", type=int, default=reinforce.Recipe().threads, help="torch threads for both runs")
+    parser.add_argument("--max-updates", type=int, help="give up after this many updates (default: each recipe's own)")
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--seeds", type=int, default=1, help="how many seeds (seed, seed + 1, ...), each a pair of runs")
     parser.add_argument("--plain", action="store_true", help="also run the plain recipe (minutes)")
@@ -57,7 +59,8 @@ def main() -> None:
     print(f"REINFORCE recipe: {reinforce.Recipe()}")
     histories, reinforce_runs, ratios = [], [], []  # ratios: (seed, wall, CPU) where both runs reached the target
     for seed in range(args.seed, args.seed + args.seeds):
-        budget = dict(time_budget_seconds=args.budget, threads=args.threads, seed=seed)
+        budget = dict(threads=args.threads, seed=seed) | ({} if args.max_updates is None else
+                                                          dict(max_updates=args.max_updates))
         recipe = dataclasses.replace(reinforce.Recipe(), **budget)
         rl = reinforce.train(recipe, start, label=f"REINFORCE (beta {recipe.beta}), seed {seed}", progress=False).history
         supervised = sft.train(dataclasses.replace(sft.SFTRecipe(), **budget), start,

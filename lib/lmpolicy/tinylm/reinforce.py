@@ -59,8 +59,10 @@ from lmpolicy.tinylm.tokenizer import PROMPT_LEN, encode_prompts
 
 @dataclass
 class Recipe(Budget):
-    """The whole REINFORCE recipe. The defaults are the fast one the benchmark measures."""
+    """The whole REINFORCE recipe. The defaults are notebook 08's run, the one the benchmarks measure."""
 
+    max_updates: int = 400  # from the shipped checkpoint, seed 0 (one thread) reaches the targets at update 220
+    eval_every_updates: int = 10
     seed: int = 0
     prompts_per_update: int = 512  # many prompts per update ...
     samples_per_prompt: int = 4  # ... and few answers to each
@@ -74,7 +76,7 @@ class Recipe(Budget):
     clip: float = 0.2  # the ratio clip of the reused steps
     max_grad_norm: float = 1.0
     temperature: float = 1.0  # sampling temperature of the training answers
-    threads: int = 2  # torch threads
+    threads: int = 1  # torch threads; one holds up best when the laptop is busy (bench/bench_notebook08.py)
     method: str = "reinforce"  # or "rft": rejection-sampling fine-tuning (SFT on the correct answers)
 
     def __post_init__(self):
@@ -91,8 +93,9 @@ class Recipe(Budget):
 
 
 # The plain recipe, for comparison: 32 prompts x 8 answers, Adam 3e-4, one step per batch, prompts drawn
-# uniformly.
-PLAIN_RECIPE = Recipe(prompts_per_update=32, samples_per_prompt=8, lr=3e-4, warmup_updates=0, beta=0.05,
+# uniformly. Its updates are small and many are needed.
+PLAIN_RECIPE = Recipe(max_updates=20_000, eval_every_updates=100,
+                      prompts_per_update=32, samples_per_prompt=8, lr=3e-4, warmup_updates=0, beta=0.05,
                       normalize_advantages=False, skip_uniform_prompts=False, prioritize_prompts=False,
                       epochs_per_batch=1, max_grad_norm=math.inf)
 

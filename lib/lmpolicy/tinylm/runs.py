@@ -3,15 +3,16 @@
 REINFORCE (:mod:`lmpolicy.tinylm.reinforce`) and SFT (:mod:`lmpolicy.tinylm.sft`) differ only in what one
 update does. Everything around it is here, so that both are stopped, measured and recorded the same way:
 
-* :class:`Budget`: how long a run trains, when it is measured and which targets stop it early;
+* :class:`Budget`: how many updates a run trains for, how often it is measured and which targets stop it
+  early. A run is a seeded, fixed number of *updates*, never a number of seconds: on a busy laptop it
+  takes longer, but it computes the same numbers;
 * :class:`HeldoutProbe`: greedy accuracy, the exact expected accuracy of sampling at T = 1 and the KL
   from the reference, on the held-out problems;
-* :class:`History`: one entry per measurement;
+* :class:`History`: one entry per measurement, with the training time (measuring excluded) and the
+  whole run's wall time (measuring included) beside it;
 * :func:`start_run` and :func:`run_with_budget`: the seeded start (a trainable copy, a frozen reference,
-  Adam) and the loop that calls ``one_update`` until the budget is spent.
-
-The time spent measuring is *not* counted in the training time or in the budget; the history
-records both clocks.
+  Adam) and the loop that calls ``one_update`` until the budget is spent; :func:`target_report` says in
+  one sentence whether the run reached its targets.
 """
 from __future__ import annotations
 
@@ -35,17 +36,17 @@ from lmpolicy.tinylm.tokenizer import PROMPT_LEN, encode_prompts
 class Budget:
     """How long a run trains and how it is measured: the fields every fine-tuning recipe carries."""
 
-    time_budget_seconds: float = 60.0  # training time (sampling + updates); evaluation not counted
-    max_updates: int = 100_000
-    stop_at_target: bool = True  # stop as soon as both held-out targets are reached
+    max_updates: int = 400  # the run trains for this many updates (fewer if it stops at the target)
+    eval_every_updates: int = 10  # measured on the held-out problems every this many updates, and at the end
+    stop_at_target: bool = True  # stop at the first measurement that reaches both held-out targets
     target_greedy: float = 0.95
     target_sampled: float = 0.90
-    eval_every_seconds: float = 2.0  # of training time
     heldout_measured: int = 1_000  # how many of the held-out problems each measurement uses (all by default)
 
     def __post_init__(self):
-        if self.time_budget_seconds <= 0:
-            raise ValueError(f"time_budget_seconds must be > 0, got {self.time_budget_seconds}")
+        for name in ("max_updates", "eval_every_updates", "heldout_measured"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
 
 
 @dataclass
@@ -54,6 +55,7 @@ class History:
 
     label: str = ""
     updates: list = field(default_factory=list)
+    answers: list = field(default_factory=list)  # answers sampled (REINFORCE) or worked examples seen (SFT) so far
     seconds: list = field(default_factory=list)  # training time (wall clock), evaluation excluded
     cpu_seconds: list = field(default_factory=list)  # CPU time of training (all threads), evaluation excluded
     greedy: list = field(default_factory=list)  # greedy accuracy on the held-out problems
@@ -61,6 +63,7 @@ class History:
     kl: list = field(default_factory=list)  # KL(pi || pi_ref) per answer, nats
     answers_sampled: int = 0
     eval_seconds: float = 0.0  # time spent measuring (not in ``seconds``)
+    wall_seconds: float = 0.0  # the whole run, measuring included: what the progress bar shows
     seconds_to_target: float | None = None  # training time when both targets were first reached
     cpu_seconds_to_target: float | None = None
     updates_to_target: int | None = None
@@ -133,52 +136,63 @@ def warm_up_learning_rate(optimizer: torch.optim.Optimizer, lr: float, warmup_up
         group["lr"] = lr * min(1.0, (update + 1) / max(1, warmup_updates))
 
 
+def reached_target(history: History, budget: Budget) -> bool:
+    return history.greedy[-1] >= budget.target_greedy and history.sampled[-1] >= budget.target_sampled
+
+
 def run_with_budget(budget: Budget, model: TinyLM, reference: TinyLM, one_update: Callable[[int], None],
                     history: History, progress: bool = True) -> History:
-    """Call ``one_update(update_index)`` until the time budget (or max_updates, or the target) is reached.
+    """Call ``one_update(update_index)`` ``budget.max_updates`` times, measuring every ``eval_every_updates``.
 
     The measurements on the held-out problems (KL from ``reference``) go into ``history``; their time is
-    kept out of the training clock.
+    kept out of the training clock but shown by the progress bar, which counts updates and the cell's real
+    time. With ``stop_at_target`` the run ends at the first measurement that reaches both targets.
     """
     b = budget
+    run_start = time.perf_counter()
     probe = HeldoutProbe(reference, heldout_problems()[:b.heldout_measured])
+    bar = tqdm(total=b.max_updates, desc=history.label, disable=not progress,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} updates [{elapsed}<{remaining}] {postfix}")
 
     def evaluate(update: int, seconds: float, cpu_seconds: float) -> None:
         start = time.perf_counter()
         m = probe.measure(model)
         history.updates.append(update)
+        history.answers.append(history.answers_sampled)
         history.seconds.append(seconds)
         history.cpu_seconds.append(cpu_seconds)
         for key in ("greedy", "sampled", "kl"):
             getattr(history, key).append(m[key])
-        if history.seconds_to_target is None and m["greedy"] >= b.target_greedy and m["sampled"] >= b.target_sampled:
+        if history.updates_to_target is None and reached_target(history, b):
             history.seconds_to_target, history.updates_to_target = seconds, update
             history.cpu_seconds_to_target = cpu_seconds
         history.eval_seconds += time.perf_counter() - start
+        bar.set_postfix_str(f"greedy {m['greedy']:.3f}  sampled {m['sampled']:.3f}  KL {m['kl']:.3f}")
 
     evaluate(0, 0.0, 0.0)
-    bar = tqdm(total=round(b.time_budget_seconds), desc=history.label, disable=not progress,
-               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total} s of training {postfix}")
-    train_seconds, cpu_seconds, next_eval, update = 0.0, 0.0, b.eval_every_seconds, 0
-    while train_seconds < b.time_budget_seconds and update < b.max_updates:
+    train_seconds, cpu_seconds, update = 0.0, 0.0, 0
+    while update < b.max_updates and not (b.stop_at_target and history.updates_to_target is not None):
         start, cpu_start = time.perf_counter(), time.process_time()
         one_update(update)
         update += 1
         train_seconds += time.perf_counter() - start
         cpu_seconds += time.process_time() - cpu_start
-        bar.update(min(train_seconds, b.time_budget_seconds) - bar.n)
-        if train_seconds >= next_eval:
+        bar.update(1)
+        if update % b.eval_every_updates == 0 or update == b.max_updates:
             evaluate(update, train_seconds, cpu_seconds)
-            next_eval = train_seconds + b.eval_every_seconds
-            bar.set_postfix_str(f"greedy {history.greedy[-1]:.3f}  sampled {history.sampled[-1]:.3f}  "
-                                f"KL {history.kl[-1]:.3f}")
-            if b.stop_at_target and history.seconds_to_target is not None:
-                break
     bar.close()
-    if history.updates[-1] != update:
-        evaluate(update, train_seconds, cpu_seconds)
     model.eval()
+    history.wall_seconds = time.perf_counter() - run_start
     return history
+
+
+def target_report(history: History, budget: Budget) -> str:
+    """One plain sentence: when the run reached both held-out targets, or that it did not, and where it ended."""
+    targets = f"greedy >= {budget.target_greedy:.2f} and sampled >= {budget.target_sampled:.2f}"
+    if history.updates_to_target is not None:
+        return f"{history.label}: reached {targets} at update {history.updates_to_target}."
+    return (f"{history.label}: did NOT reach {targets} in {history.updates[-1]} updates; it ended at greedy "
+            f"{history.greedy[-1]:.3f}, sampled {history.sampled[-1]:.3f}.")
 
 
 def train_from_command_line(recipe_class: type, train: Callable[..., RunResult], description: str,
@@ -191,6 +205,7 @@ def train_from_command_line(recipe_class: type, train: Callable[..., RunResult],
     print(recipe)
     result = train(recipe)
     h = result.history
-    print(h.final(), "seconds to target:", h.seconds_to_target, "answers / examples:", h.answers_sampled,
-          f"eval seconds {h.eval_seconds:.1f}")
+    print(h.final(), "answers / examples:", h.answers_sampled, f"training seconds {h.seconds[-1]:.1f}, "
+          f"measuring {h.eval_seconds:.1f}, whole run {h.wall_seconds:.1f}")
+    print(target_report(h, recipe))
     return result

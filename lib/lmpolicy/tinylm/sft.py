@@ -3,7 +3,7 @@
 Starting from a trained TinyLM (default: the shipped checkpoint), keep training on worked examples
 ``<bos>37+48=`` -> ``85<eos>`` drawn afresh from the training problems (a different draw from the one
 the checkpoint was trained on), with :func:`lmpolicy.tinylm.pretraining.supervised_loss`, under the same
-budget and held-out measurements as :func:`lmpolicy.tinylm.reinforce.train` (:mod:`lmpolicy.tinylm.runs`).
+kind of budget (a number of updates) and the same held-out measurements as :func:`lmpolicy.tinylm.reinforce.train` (:mod:`lmpolicy.tinylm.runs`).
 This is "SFT on the true answers": it is told the answer to every problem, where REINFORCE only learns
 whether its own answer was right. ``python -m lmpolicy.tinylm.sft --batch-size 128 ...`` runs it.
 """
@@ -21,6 +21,8 @@ from lmpolicy.tinylm.runs import (Budget, History, RunResult, run_with_budget, s
 
 @dataclass
 class SFTRecipe(Budget):
+    max_updates: int = 1_500  # an update here is one cheap step on 256 examples: about 500 reach the targets
+    eval_every_updates: int = 50
     seed: int = 1  # the shipped checkpoint's examples were drawn with seed 0: these are new ones
     n_examples: int = 100_000
     batch_size: int = 256

@@ -12,21 +12,9 @@ from lmpolicy.exact import kl as kl_module
 from lmpolicy.tinylm import evaluate, reinforce, runs, sft
 from lmpolicy.tinylm.model import CHECKPOINT_PATH, TinyLM, load_pretrained
 from lmpolicy.tinylm.evaluate import evaluate_model
+from tinylm_helpers import tiny_recipe, untrained_model
 
 needs_checkpoint = pytest.mark.skipif(not CHECKPOINT_PATH.exists(), reason="the shipped checkpoint is not there yet")
-
-
-def tiny_recipe(**changes):
-    """One or two cheap updates on an untrained TinyLM, measured only at the start and the end."""
-    settings = dict(threads=1, prompts_per_update=8, samples_per_prompt=4, max_updates=1, eval_every_seconds=math.inf,
-                    stop_at_target=False, skip_uniform_prompts=False, heldout_measured=50)
-    settings.update(changes)
-    return dataclasses.replace(reinforce.Recipe(), **settings)
-
-
-def untrained_model():
-    torch.manual_seed(0)
-    return TinyLM().eval()
 
 
 # --- the three pieces -------------------------------------------------------------------------------
@@ -158,7 +146,7 @@ def test_a_run_records_history_and_leaves_the_callers_model_alone():
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_short_reinforce_run_raises_the_expected_sampled_accuracy(seed):
     recipe = dataclasses.replace(reinforce.Recipe(), seed=seed, threads=1, prompts_per_update=256, max_updates=6,
-                                 eval_every_seconds=math.inf, stop_at_target=False)
+                                 eval_every_updates=1000, stop_at_target=False)
     h = reinforce.train(recipe, load_pretrained(), progress=False).history
     assert h.sampled[-1] > h.sampled[0] + 0.02
     assert 0 < h.kl[-1] < 1.0
@@ -169,10 +157,10 @@ def test_a_short_reinforce_run_raises_the_expected_sampled_accuracy(seed):
 def test_rejection_sampling_and_sft_runs_improve_too():
     start = load_pretrained()
     rft = reinforce.train(dataclasses.replace(reinforce.Recipe(), method="rft", beta=0.0, threads=1, max_updates=6,
-                                              prompts_per_update=256, eval_every_seconds=math.inf,
+                                              prompts_per_update=256, eval_every_updates=1000,
                                               stop_at_target=False), start, progress=False).history
     more_sft = sft.train(dataclasses.replace(sft.SFTRecipe(), n_examples=5_000, max_updates=30,
-                                             eval_every_seconds=math.inf, stop_at_target=False),
+                                             eval_every_updates=1000, stop_at_target=False),
                          start, progress=False).history
     for h in (rft, more_sft):
         assert h.sampled[-1] > h.sampled[0], h.label
