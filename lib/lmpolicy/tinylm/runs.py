@@ -140,6 +140,16 @@ def reached_target(history: History, budget: Budget) -> bool:
     return history.greedy[-1] >= budget.target_greedy and history.sampled[-1] >= budget.target_sampled
 
 
+def end_bar_early(bar: tqdm, n: int) -> None:
+    """Make ``n`` the bar's total, so that a run which stopped on target ends as a full bar, not a red one."""
+    if bar.disable:
+        return
+    bar.total = n
+    if hasattr(bar, "container"):  # the notebook's widget keeps its own copy of the total
+        bar.container.children[1].max = n
+    bar.set_description_str(f"{bar.desc} (on target)", refresh=True)
+
+
 def run_with_budget(budget: Budget, model: TinyLM, reference: TinyLM, one_update: Callable[[int], None],
                     history: History, progress: bool = True) -> History:
     """Call ``one_update(update_index)`` ``budget.max_updates`` times, measuring every ``eval_every_updates``.
@@ -152,7 +162,7 @@ def run_with_budget(budget: Budget, model: TinyLM, reference: TinyLM, one_update
     run_start = time.perf_counter()
     probe = HeldoutProbe(reference, heldout_problems()[:b.heldout_measured])
     bar = tqdm(total=b.max_updates, desc=history.label, disable=not progress,
-               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} updates [{elapsed}<{remaining}] {postfix}")
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} updates [{elapsed}<{remaining}{postfix}]")
 
     def evaluate(update: int, seconds: float, cpu_seconds: float) -> None:
         start = time.perf_counter()
@@ -180,6 +190,8 @@ def run_with_budget(budget: Budget, model: TinyLM, reference: TinyLM, one_update
         bar.update(1)
         if update % b.eval_every_updates == 0 or update == b.max_updates:
             evaluate(update, train_seconds, cpu_seconds)
+    if update < b.max_updates:  # stopped on target: a finished bar, not an interrupted one
+        end_bar_early(bar, update)
     bar.close()
     model.eval()
     history.wall_seconds = time.perf_counter() - run_start

@@ -60,3 +60,17 @@ def test_sft_counts_its_updates_and_examples_the_same_way():
 def test_a_budget_of_no_updates_or_no_measurements_is_refused_by_name(field):
     with pytest.raises(ValueError, match=field):
         runs.Budget(**{field: 0})
+
+
+def test_a_bar_ended_early_on_target_is_full_and_says_why():
+    import io
+
+    from tqdm import tqdm
+
+    out = io.StringIO()
+    bar = tqdm(total=10, desc="REINFORCE", file=out)
+    bar.update(4)
+    runs.end_bar_early(bar, 4)
+    bar.close()
+    last = out.getvalue().split("\r")[-1]
+    assert "REINFORCE (on target)" in last and "4/4" in last and "100%" in last
