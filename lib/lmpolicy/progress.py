@@ -411,7 +411,8 @@ def _item_label(state: ItemState, states: list[ItemState]) -> str:
     same = [s for s in states if s.item.exercise == state.item.exercise and s.item.written == state.item.written]
     if len(same) == 1:
         return state.item.exercise.label
-    return f"{state.item.exercise.label} ({state.item.grade_id.split(GRADE_ID_SEPARATOR, 1)[-1]})"
+    cell_name = state.item.grade_id.split(GRADE_ID_SEPARATOR, 1)[-1].removesuffix("_tests").removesuffix("_manual")
+    return f"{state.item.exercise.label} ({cell_name})"
 
 
 def _points(value: float) -> str:
@@ -485,6 +486,5 @@ def notebook_summary(name: str, student_notebook: Path | None = None) -> str:
     done = [s for s in states if s.done]
     header = (f"{name}: {len(done)} of {len(states)} graded items done "
               f"({_points(sum(s.item.points for s in done))} of {_points(sum(s.item.points for s in states))} points)")
-    footer = ("(checks as last run in your kernel; written answers as last saved: "
-              "save the notebook (Ctrl+S) before reading this)")
+    footer = "(checks as they last ran; written answers as last saved: save the notebook (Ctrl+S) first)"
     return "\n".join([header, *lines, footer])
