@@ -237,17 +237,30 @@ def _write_atomically(path: Path, data: dict) -> None:
         raise
 
 
+LOCK_TIMEOUT = 10  # seconds; two kernels (two open notebooks) may record at the same moment
+
+
 def _update(key: str, change) -> None:
-    """Apply ``change(runs of key)`` to the record, re-derive ``done[key]``, write atomically."""
+    """Apply ``change(runs of key)`` to the record, re-derive ``done[key]``, write atomically.
+
+    Read, change and write happen under a file lock, so two kernels recording at once both count.
+    ``change`` returns False to leave the file as it is.
+    """
+    from filelock import FileLock  # only what writes the record needs it
+
     exercise(key)
-    data = load_record()
-    runs = data["checks"].setdefault(key, {})
-    change(runs)
-    if runs and all(run["state"] == PASSED for run in runs.values()):
-        data["done"].setdefault(key, _now())
-    else:
-        data["done"].pop(key, None)
-    _write_atomically(progress_file(), data)
+    path = progress_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path.with_name(path.name + ".lock")), timeout=LOCK_TIMEOUT):
+        data = load_record()
+        runs = data["checks"].setdefault(key, {})
+        if change(runs) is False:
+            return
+        if runs and all(run["state"] == PASSED for run in runs.values()):
+            data["done"].setdefault(key, _now())
+        else:
+            data["done"].pop(key, None)
+        _write_atomically(path, data)
 
 
 def record(key: str, check: str = UNKNOWN_CHECK, answer: dict[str, str] | None = None) -> None:
@@ -271,16 +284,17 @@ def record_failure(key: str, reason: str, check: str = UNKNOWN_CHECK) -> None:
 
 def record_answer_run(key: str, cell_id: str, answer_fingerprint: str) -> None:
     """An answer cell of ``key`` ran: every check that passed on other code for it is now "changed"."""
-    data = load_record()
-    stale = [check for check, run in data["checks"].get(key, {}).items()
-             if run["state"] == PASSED and run.get("answer", {}).get(cell_id, answer_fingerprint) != answer_fingerprint]
-    if not stale:
-        return
+    if not any(run["state"] == PASSED and cell_id in run.get("answer", {})
+               for run in load_record()["checks"].get(key, {}).values()):
+        return  # the usual case, without taking the lock: no passed check ran on this cell
 
     def changed(runs):
+        stale = [check for check, run in runs.items() if run["state"] == PASSED
+                 and run.get("answer", {}).get(cell_id, answer_fingerprint) != answer_fingerprint]
         for check in stale:
             runs[check] = {**runs[check], "state": CHANGED, "at": _now(),
                            "reason": "your answer changed since its check passed: run the check again"}
+        return bool(stale)
     _update(key, changed)
 
 
