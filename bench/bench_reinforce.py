@@ -10,7 +10,7 @@ and expected sampled accuracy >= 0.90, measured on the 1,000 held-out problems e
   baseline, prompts drawn by how often they were wrong, 3 clipped steps per batch, the library's
   reference pieces);
 * SFT on fresh worked examples with their true answers (``lmpolicy.tinylm.sft.SFTRecipe()``);
-* with ``--plain``, also the plain recipe of the issue (32 prompts x 8 answers, Adam 3e-4, one step
+* with ``--plain``, also a plain recipe (32 prompts x 8 answers, Adam 3e-4, one step
   per batch), which needs several minutes.
 
 Prints, for each, the training time to target (wall clock and CPU time; the time spent measuring is

@@ -29,7 +29,7 @@ import types
 PROTECTED_MODULES = ("math", "numpy", "numpy.testing", "numpy.linalg", "torch", "torch.testing",
                      "torch.linalg", "torch.nn.functional")
 # lmpolicy subpackages the tests never rely on (interactive demos, the grader itself, entry points).
-UNPROTECTED_LMPOLICY = ("lmpolicy.demos", "lmpolicy_grader", "lmpolicy.tinylm.pretraining", "lmpolicy.tinylm.evaluate")
+UNPROTECTED_LMPOLICY = ("lmpolicy.demos", "lmpolicy_grader", "lmpolicy.tinylm.pretraining")
 PROTECTED_BUILTINS = ("abs", "all", "any", "bool", "callable", "dict", "float", "getattr", "hasattr",
                       "int", "isinstance", "issubclass", "len", "list", "max", "min", "print", "range",
                       "repr", "round", "set", "sorted", "str", "sum", "tuple", "type", "zip",

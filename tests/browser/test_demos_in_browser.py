@@ -2,8 +2,8 @@
 press Draw, and read the new numbers off the page. A screenshot of each demo is saved under
 test-artifacts/.
 
-The expected numbers are computed here from the chapter's formulas (or taken from the issue's
-table of exact values), not read from the demo code.
+The expected numbers are computed here from the chapter's formulas (or exact values
+worked out by hand from them), not read from the demo code.
 """
 import shutil
 

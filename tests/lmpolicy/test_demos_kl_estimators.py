@@ -1,6 +1,6 @@
 """The KL-estimator demo, driven through its widgets as a student would.
 
-Expected values: the chapter's claims with the exact numbers of the issue (0.521, about 45%, 0.704),
+Expected values: the chapter's claims with their exact numbers (0.521, about 45%, 0.704),
 recomputed here from the definitions (pi_theta ∝ pi_ref ** (1 - x), k1 = l, k2 = l²/2,
 k3 = e^-l - 1 + l), and sampling checks with tolerances of several standard errors.
 """

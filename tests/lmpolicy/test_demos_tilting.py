@@ -1,6 +1,6 @@
 """The tilting demo, driven through its widgets as a student would.
 
-Expected values: the chapter's (and the issue's) printed numbers, and the formulas computed here by
+Expected values: the chapter's printed numbers (and their exact values), and the formulas computed here by
 brute force over the four or nine responses; plus equality with the exact solvers, whose numbers
 the demo must show unchanged.
 """
