@@ -15,11 +15,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Union
+from typing import Annotated, Literal, Union
 
 import tyro
 
 from lmpolicy_grader.grading import ASSIGNMENT, grade_class, load_config, load_outcomes
+from lmpolicy_grader.sandbox import SandboxUnavailable
 
 
 def release(course_root: Path, assignment: str = ASSIGNMENT) -> None:
@@ -78,6 +79,9 @@ class Grade:
     """place the example submissions first (--no-examples grades submitted/ as it is)"""
     feedback: bool = True
     """write the feedback HTML (--no-feedback skips it)"""
+    sandbox: Literal["course", "on", "off"] = "course"
+    """run the kernels in the bubblewrap sandbox: 'on', 'off' (only for trusted submissions: they can
+    then read the whole course), or as the course config says (c.GradingKernelManager.sandbox)"""
 
     def run(self, course_root: Path) -> None:
         started = time.monotonic()
@@ -86,8 +90,12 @@ class Grade:
             release(course_root)
         if self.examples:
             print("example submissions:", ", ".join(_place_examples(course_root)))
-        outcomes = grade_class(course_root, students=list(self.student) or None, workers=self.workers,
-                               feedback=self.feedback)
+        try:
+            outcomes = grade_class(course_root, students=list(self.student) or None, workers=self.workers,
+                                   feedback=self.feedback,
+                                   sandbox={"course": None, "on": True, "off": False}[self.sandbox])
+        except SandboxUnavailable as error:
+            sys.exit(str(error))
         print(f"graded {len(outcomes)} notebooks in {time.monotonic() - started:.0f} s\n")
         print(report(course_root))
         print(f"\nwrote {course_root / 'grades.csv'}; feedback in {course_root / 'feedback'}")

@@ -30,6 +30,8 @@ import nbformat
 from filelock import FileLock
 
 from lmpolicy_grader.preprocessors.incidents import INCIDENTS, Incident
+from lmpolicy_grader.kernel import GradingKernelManager
+from lmpolicy_grader.sandbox import require_sandbox
 from lmpolicy_grader.status import Status
 
 ASSIGNMENT = "ch11"
@@ -162,9 +164,10 @@ def _first_cause(lines: list[str], error: Exception) -> str:
     return f"nbgrader could not grade it: {text[:300]}"
 
 
-def _worker(course_root: str, assignment: str, feedback: bool, tasks, results) -> None:
+def _worker(course_root: str, assignment: str, feedback: bool, tasks, results, sandbox: bool) -> None:
     serialise_gradebook_sessions(Path(course_root) / LOCK_FILE)
     config = load_config(Path(course_root))
+    config.GradingKernelManager.sandbox = sandbox
     quiet = logging.getLogger("traitlets")  # nbgrader's converters log here; the report says what matters
     quiet.handlers, quiet.propagate = [logging.NullHandler()], False
     quiet.setLevel(logging.ERROR)
@@ -180,12 +183,20 @@ def _worker(course_root: str, assignment: str, feedback: bool, tasks, results) -
 # --- the class ----------------------------------------------------------------------------------
 
 def grade_class(course_root: Path, students: list[str] | None = None, workers: int | None = None,
-                assignment: str = ASSIGNMENT, feedback: bool = True, log=print) -> list[Outcome]:
+                assignment: str = ASSIGNMENT, feedback: bool = True, log=print,
+                sandbox: bool | None = None) -> list[Outcome]:
     """Grade every submitted notebook of ``students`` (default: all in submitted/) with ``workers`` processes.
 
+    The kernels run in the sandbox if ``sandbox`` says so (None: as ``c.GradingKernelManager.sandbox``
+    in the course config says); a sandbox that cannot be made here raises SandboxUnavailable, with
+    why, before anything is graded.
     Returns one Outcome per (student, notebook), sorted, and writes them to ``grading_status.json``.
     """
     course_root = Path(course_root).resolve()
+    if sandbox is None:
+        sandbox = load_config(course_root).GradingKernelManager.get("sandbox", GradingKernelManager.sandbox.default_value)
+    if sandbox:
+        require_sandbox()
     notebooks = assignment_notebooks(course_root, assignment)
     students = sorted(students) if students is not None else submitted_students(course_root, assignment)
     outcomes, units = [], []
@@ -199,13 +210,14 @@ def grade_class(course_root: Path, students: list[str] | None = None, workers: i
             else:
                 units.append((student, notebook))
     workers = max(1, min(workers or os.cpu_count() or 1, len(units) or 1))
-    outcomes += _run_workers(course_root, assignment, feedback, units, workers, log)
+    outcomes += _run_workers(course_root, assignment, feedback, units, workers, log, sandbox)
     outcomes.sort(key=lambda o: (o.student, o.notebook))
     save_outcomes(course_root, outcomes)
     return outcomes
 
 
-def _run_workers(course_root: Path, assignment: str, feedback: bool, units: list, workers: int, log) -> list[Outcome]:
+def _run_workers(course_root: Path, assignment: str, feedback: bool, units: list, workers: int, log,
+                 sandbox: bool) -> list[Outcome]:
     # Import nbgrader once here, then fork: every worker starts with it loaded (no second ~5 s start-up).
     import nbgrader.converters  # noqa: F401
 
@@ -218,7 +230,7 @@ def _run_workers(course_root: Path, assignment: str, feedback: bool, units: list
 
     def start(slot):
         tasks = context.Queue()
-        process = context.Process(target=_worker, args=(str(course_root), assignment, feedback, tasks, results),
+        process = context.Process(target=_worker, args=(str(course_root), assignment, feedback, tasks, results, sandbox),
                                   daemon=True)
         process.start()
         running[slot] = (process, tasks, None)

@@ -8,17 +8,24 @@ Its command line is the stock ipykernel's wrapped in ``prlimit`` (util-linux):
 ``--as`` caps the address space, so a memory bomb gets a MemoryError instead of taking the machine;
 ``--cpu`` kills a kernel that burns more CPU seconds than any honest notebook needs. BLAS, OpenMP
 and torch get one thread each, so N parallel kernels use N cores and no more.
+
+GradingKernelManager runs that command in a sandbox (``sandbox.py``: no view of the course, no
+network, a process cap, bounded scratch space), talking to the kernel over ZMQ ipc sockets in the
+sandbox's private folder; ``sandbox = False`` turns it off.
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Int
+from traitlets import Bool, Int
+
+from lmpolicy_grader.sandbox import DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox, require_sandbox
 
 KERNEL_NAME = "lmpolicy-grader"
 ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -58,9 +65,48 @@ class GradingKernelManager(AsyncKernelManager):
 
     memory_bytes = Int(DEFAULT_MEMORY_BYTES, help="address-space limit of the kernel (bytes)").tag(config=True)
     cpu_seconds = Int(DEFAULT_CPU_SECONDS, help="CPU-time limit of the kernel (seconds)").tag(config=True)
+    sandbox = Bool(True, help="run the kernel in the bubblewrap sandbox (False only for trusted "
+                              "submissions: the kernel can then read the whole course)").tag(config=True)
+    max_processes = Int(DEFAULT_MAX_PROCESSES, help="processes and threads the sandboxed kernel may run").tag(config=True)
+    scratch_bytes = Int(DEFAULT_SCRATCH_BYTES, help="size of the sandbox's /tmp and of its working folder, "
+                                                    "each (bytes)").tag(config=True)
+
+    _sandbox: Sandbox | None = None
 
     @property
     def kernel_spec(self):
         if self._kernel_spec is None:
-            self._kernel_spec = KernelSpec(resource_dir="", **grading_kernel_spec(self.memory_bytes, self.cpu_seconds))
+            spec = grading_kernel_spec(self.memory_bytes, self.cpu_seconds)
+            if self.sandbox:  # a signal would reach bwrap, not the kernel: interrupt over the control channel
+                spec["interrupt_mode"] = "message"
+            self._kernel_spec = KernelSpec(resource_dir="", **spec)
         return self._kernel_spec
+
+    async def _async_pre_start_kernel(self, **kw):
+        if self.sandbox and self._sandbox is None:
+            require_sandbox()
+            self._sandbox = Sandbox.create(Path(kw.get("cwd") or os.getcwd()), self.max_processes, self.scratch_bytes)
+            self.transport, self.cache_ports = "ipc", False
+            self.ip = str(self._sandbox.sockets / "kernel")
+            self.connection_file = str(self._sandbox.sockets / "kernel.json")
+        return await super()._async_pre_start_kernel(**kw)
+
+    def write_connection_file(self, **kwargs):
+        super().write_connection_file(**kwargs)
+        if self._sandbox is not None:
+            self._sandbox.give(Path(self.connection_file))
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        command = super().format_kernel_cmd(extra_arguments)
+        if self._sandbox is None:
+            return command
+        env = {**os.environ, **(self._launch_args or {}).get("env", {}), **self.kernel_spec.env}
+        return self._sandbox.command(command, env)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if self._sandbox is not None and not restart:
+            self._sandbox.remove()
+            self._sandbox = None
+
+    cleanup_resources = _async_cleanup_resources

@@ -1,0 +1,242 @@
+"""The grading kernel's sandbox: bubblewrap (``bwrap``) namespaces around the limited kernel.
+
+A submission's code runs with nothing of the course in view. The sandbox has its own mount, pid,
+network, IPC and UTS namespaces and sees only:
+
+- the system (``/usr``, ``/etc`` and the merged-usr links), the Python installation and the folders
+  the course's packages are imported from (``lmpolicy``, ``lmpolicy_grader``), all read-only; never
+  a folder that holds the notebook's own folder (the course root, the instructor's home);
+- its working folder, at the notebook's own path: a fresh tmpfs of bounded size, into which the
+  notebook folder's other files (not its notebooks, which after sanitizing hold hidden tests) are
+  copied at start, so it may write there and nothing goes back;
+- ``/tmp``, a second tmpfs of bounded size, which is also its ``$HOME``;
+- one private folder for the kernel's connection file and ZMQ sockets (``transport="ipc"``: the
+  network namespace has its own loopback, so TCP to the grader cannot work and nothing else can
+  either).
+
+Processes are capped with ``prlimit --nproc``. RLIMIT_NPROC is never enforced for global root, so a
+grader running as root starts the kernel as an unused uid of its own (``setpriv``); a grader running
+as a normal user gets a user namespace, where the limit counts only the sandbox's processes. Memory
+and CPU time keep the grading kernel's ``prlimit --as --cpu``. Everything the sandbox holds lives in
+tmpfs or in a host folder removed after the kernel stops: nothing persists from one notebook to the
+next.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+# Enough for a kernel's threads (torch, ZMQ, IPython) with a wide margin; a fork bomb stops here.
+DEFAULT_MAX_PROCESSES = 256
+# /tmp and the working folder each: no ch11 notebook writes more than a few kilobytes.
+DEFAULT_SCRATCH_BYTES = 256 * 1024**2
+
+# Environment variables the kernel gets; everything else (tokens, the instructor's paths) stays out.
+_PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "MPLBACKEND")
+_PASSED_ENV_PREFIXES = ("NBGRADER_",)
+_PASSED_ENV_SUFFIXES = ("_NUM_THREADS",)
+# Where, inside the sandbox, the notebook folder's files wait to be copied into the working folder.
+_STAGED_FILES = "/run/lmpolicy-notebook-files"
+
+ENABLE_HELP = (
+    "The grading kernel runs in a bubblewrap sandbox so that a submission cannot read the course's "
+    "solutions, the gradebook or other students' work. To enable it: install bubblewrap "
+    "(Debian/Ubuntu: `apt-get install bubblewrap`) and allow user namespaces "
+    "(`sysctl -w user.max_user_namespaces=15000`; on Ubuntu 24.04 also "
+    "`sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` or an AppArmor profile for bwrap; "
+    "in a container, run it with --privileged or a seccomp profile that allows unshare/clone). "
+    "Only if you trust every submission, grade without it: `python -m lmpolicy_grader grade --sandbox off` "
+    "or `c.GradingKernelManager.sandbox = False` in nbgrader_config.py."
+)
+
+
+class SandboxUnavailable(RuntimeError):
+    """The sandbox cannot be made here; the message says why and how to enable it."""
+
+
+@lru_cache(maxsize=1)
+def sandbox_problem() -> str | None:
+    """Why no sandbox can be made on this machine (None if a trial sandbox runs)."""
+    if not sys.platform.startswith("linux"):
+        return f"the sandbox needs Linux namespaces, and this is {sys.platform}"
+    for tool in ("bwrap", "prlimit") + (("setpriv",) if os.geteuid() == 0 else ()):
+        if shutil.which(tool) is None:
+            return f"`{tool}` is not on PATH"
+    with tempfile.TemporaryDirectory(prefix="lmpolicy-sandbox-trial-") as folder:
+        return _trial_problem(Path(folder))
+
+
+def _trial_problem(folder: Path) -> str | None:
+    trial = Sandbox.create(folder, max_processes=16, scratch_bytes=1024**2)
+    try:
+        command = trial.command(["/bin/sh", "-c", "echo ok > ok && cat ok"], {})
+        try:
+            ran = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"a trial sandbox did not run: {error}"
+        if ran.returncode != 0 or ran.stdout.strip() != "ok":
+            said = (ran.stderr.strip() or ran.stdout.strip() or "no message").splitlines()[-1]
+            return f"a trial sandbox failed (exit code {ran.returncode}): {said}"
+    finally:
+        trial.remove()
+    return None
+
+
+def require_sandbox() -> None:
+    """Raise SandboxUnavailable (why, and how to enable it) unless the sandbox works here."""
+    problem = sandbox_problem()
+    if problem is not None:
+        raise SandboxUnavailable(f"cannot grade in a sandbox: {problem}. {ENABLE_HELP}")
+
+
+_uid_counter = itertools.count()
+
+
+def private_uid_base(pid: int) -> int:
+    """The first of the 64 uids the sandboxes started by process ``pid`` use, in turn."""
+    return 1_000_000_000 + pid * 64
+
+
+def _private_uid() -> int:
+    """A uid no account and no other running sandbox uses: RLIMIT_NPROC is counted per uid, so each
+    kernel needs its own, or a fork bomb in one kernel would starve the kernels beside it."""
+    return private_uid_base(os.getpid()) + next(_uid_counter) % 64
+
+
+def _contains(folder: Path, path: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def readable_folders(notebook_dir: Path) -> list[Path]:
+    """The Python installation and the course packages' import folders, minus any folder that holds
+    ``notebook_dir`` (binding that would show the course root: source/, the gradebook, everyone's work)."""
+    import lmpolicy
+    import lmpolicy_grader
+
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  Path(sys.executable).parent, os.path.realpath(sys.executable) + "/../..",
+                  Path(lmpolicy.__file__).parents[1], Path(lmpolicy_grader.__file__).parents[1]]
+    candidates += [entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))]
+    folders: list[Path] = []
+    for candidate in candidates:
+        folder = Path(os.path.realpath(candidate))
+        if not folder.is_dir() or folder == Path("/") or _contains(folder, notebook_dir.resolve()):
+            continue
+        if not any(_contains(known, folder) for known in folders):
+            folders = [known for known in folders if not _contains(folder, known)] + [folder]
+    return sorted(folders)
+
+
+@dataclass
+class Sandbox:
+    """One kernel's sandbox: its host-side private folder and the bwrap command line around it."""
+
+    notebook_dir: Path                 # the notebook's folder on the host (the kernel's cwd)
+    private: Path                      # host folder: sockets/ (bound in) and files/ (copied in)
+    max_processes: int = DEFAULT_MAX_PROCESSES
+    scratch_bytes: int = DEFAULT_SCRATCH_BYTES
+    uid: int | None = None             # the kernel's uid when the grader runs as root
+    readable: list[Path] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, notebook_dir: Path, max_processes: int = DEFAULT_MAX_PROCESSES,
+               scratch_bytes: int = DEFAULT_SCRATCH_BYTES) -> "Sandbox":
+        notebook_dir = Path(notebook_dir).resolve()
+        private = Path(tempfile.mkdtemp(prefix="lmpolicy-sandbox-"))
+        uid = _private_uid() if os.geteuid() == 0 else None
+        sandbox = cls(notebook_dir, private, max_processes, scratch_bytes, uid, readable_folders(notebook_dir))
+        sandbox.sockets.mkdir()
+        sandbox._stage_files()
+        sandbox.give(private)
+        sandbox.give(sandbox.sockets)
+        return sandbox
+
+    @property
+    def sockets(self) -> Path:
+        """Host folder for the connection file and the ZMQ ipc sockets, bound in at the same path."""
+        return self.private / "sockets"
+
+    @property
+    def staged(self) -> Path:
+        return self.private / "files"
+
+    def give(self, path: Path) -> None:
+        """Make ``path`` the kernel's (when the kernel runs as its own uid)."""
+        if self.uid is not None:
+            os.chown(path, self.uid, self.uid, follow_symlinks=False)
+
+    def _stage_files(self) -> None:
+        # The notebook folder's own files, minus notebooks and hidden files: a sanitized .ipynb holds
+        # hidden tests, of this notebook and of the student's others.
+        def skipped(_folder, names):
+            return [name for name in names if name.endswith(".ipynb") or name.startswith(".")]
+        if self.notebook_dir.is_dir():
+            shutil.copytree(self.notebook_dir, self.staged, ignore=skipped, symlinks=True)
+            for path in [self.staged, *self.staged.rglob("*")]:  # readable by the kernel's uid
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
+
+    def _has_staged_files(self) -> bool:
+        return self.staged.is_dir() and any(self.staged.iterdir())
+
+    def environment(self, env: dict) -> dict:
+        """The kernel's environment: a few harmless variables of ``env``, a PATH, $HOME in /tmp."""
+        kept = {name: value for name, value in env.items()
+                if name in _PASSED_ENV or name.startswith(_PASSED_ENV_PREFIXES) or name.endswith(_PASSED_ENV_SUFFIXES)}
+        kept.update(PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+                    HOME="/tmp", TMPDIR="/tmp", IPYTHONDIR="/tmp/.ipython", MPLCONFIGDIR="/tmp/.matplotlib",
+                    # the kernel's parent in its pid namespace is bwrap's init, pid 1: ipykernel then
+                    # neither polls a parent it cannot see nor prints its console banner
+                    JPY_PARENT_PID="1")
+        return kept
+
+    def command(self, kernel_argv: list[str], env: dict, limits: list[str] = ()) -> list[str]:
+        """The bwrap command line that runs ``kernel_argv`` in the sandbox (``limits``: more prlimit options)."""
+        work = str(self.notebook_dir)
+        argv = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
+                "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                "--hostname", "sandbox"]
+        if self.uid is None:
+            argv.append("--unshare-user")  # unprivileged: the namespaces need a user namespace
+        else:
+            argv += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # for setpriv, which drops them
+        for system in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr", "/etc"):
+            if os.path.islink(system):
+                argv += ["--symlink", os.readlink(system), system]
+            elif os.path.isdir(system):
+                argv += ["--ro-bind", system, system]
+        argv += ["--proc", "/proc", "--dev", "/dev",
+                 "--perms", "1777", "--size", str(self.scratch_bytes), "--tmpfs", "/tmp"]
+        mounts = [("--ro-bind", str(folder), str(folder)) for folder in self.readable]
+        mounts += [("--perms", "0777", "--size", str(self.scratch_bytes), "--tmpfs", work),
+                   ("--bind", str(self.sockets), str(self.sockets))]
+        if self._has_staged_files():
+            mounts.append(("--ro-bind", str(self.staged), _STAGED_FILES))
+        made = set()
+        for mount in mounts:
+            # bwrap would make the missing parents of a mount point private (0700): make them searchable
+            for parent in reversed(Path(mount[-1]).parents[:-1]):
+                if parent not in made and str(parent) not in ("/tmp", "/usr", "/etc"):
+                    argv += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(parent)
+            argv += mount
+        argv += ["--chdir", work, "--clearenv"]
+        for name, value in sorted(self.environment(env).items()):
+            argv += ["--setenv", name, value]
+        argv += ["--", shutil.which("prlimit") or "prlimit", f"--nproc={self.max_processes}", *limits, "--"]
+        if self.uid is not None:
+            argv += [shutil.which("setpriv") or "setpriv", f"--reuid={self.uid}", f"--regid={self.uid}",
+                     "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        if self._has_staged_files():
+            argv += ["/bin/sh", "-c", 'cp -R -- "$0"/. . && exec "$@"', _STAGED_FILES]
+        return argv + list(kernel_argv)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.private, ignore_errors=True)

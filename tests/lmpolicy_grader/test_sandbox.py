@@ -1,0 +1,269 @@
+"""The grading kernel's sandbox, driven through the real grading kernel.
+
+Each test starts the kernel the way nbgrader does (GradingKernelManager, cwd in the student's
+autograded folder of a course laid out as nbgrader lays it out) and runs a submission's hostile code
+in it; the last ones grade a tiny course end to end.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import socket
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lmpolicy_grader import sandbox
+from lmpolicy_grader.__main__ import release
+from lmpolicy_grader.grading import grade_class
+from lmpolicy_grader.kernel import GradingKernelManager
+from lmpolicy_grader.report import exercise_rows
+from lmpolicy_grader.status import Status
+
+from . import tiny_course
+
+pytestmark = pytest.mark.skipif(sandbox.sandbox_problem() is not None,
+                                reason=f"no sandbox here: {sandbox.sandbox_problem()}")
+
+# What a hostile submission goes looking for, relative to the course root.
+COURSE_SECRETS = ["source/ch11/01_tiny.ipynb", "gradebook.db", "submitted/other/ch11/01_tiny.ipynb",
+                  "autograded/other/ch11/01_tiny.ipynb", "feedback/other/ch11/01_tiny.html", "nbgrader_config.py"]
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A course folder as nbgrader leaves it mid-grading; returns (root, the kernel's folder)."""
+    root = tmp_path / "course"
+    for name in COURSE_SECRETS:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("the answers")
+    folder = root / "autograded" / "me" / "ch11"
+    folder.mkdir(parents=True)
+    (folder / "01_tiny.ipynb").write_text("a sanitized notebook holds hidden tests")
+    (folder / "data.txt").write_text("the student's own file")
+    return root, folder
+
+
+def run_in_kernel(folder: Path, code: str, sandbox: bool = True, **traits) -> dict:
+    """Run ``code`` in a grading kernel started in ``folder``; returns the JSON it prints last."""
+    async def run():
+        manager = GradingKernelManager(sandbox=sandbox, **traits)
+        await manager.start_kernel(cwd=str(folder))
+        client = manager.client()
+        client.start_channels()
+        outputs = []
+        try:
+            await client.wait_for_ready(timeout=60)
+            reply = await client.execute_interactive(textwrap.dedent(code), timeout=120,
+                                                     output_hook=lambda msg: outputs.append(msg))
+            assert reply["content"]["status"] == "ok", reply["content"]
+        finally:
+            client.stop_channels()
+            await manager.shutdown_kernel(now=True)
+        assert manager._sandbox is None, "the sandbox's private folder outlived its kernel"
+        text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
+        return json.loads(text.strip().splitlines()[-1])
+    return asyncio.run(run())
+
+
+def test_the_course_is_out_of_sight(course, repo_root, monkeypatch):
+    root, folder = course
+    monkeypatch.setenv("INSTRUCTOR_TOKEN", "a secret in the grader's environment")
+    targets = [str(root / name) for name in COURSE_SECRETS] + [str(repo_root / "source"), str(repo_root / "gradebook.db")]
+    home = Path.home()
+    seen = run_in_kernel(folder, f"""
+        import json, os
+        found = {{path: os.path.exists(path) for path in {targets!r}}}
+        home = sorted(os.listdir({str(home)!r})) if os.path.isdir({str(home)!r}) else []
+        print(json.dumps({{"found": found, "here": sorted(os.listdir(".")), "up": sorted(os.listdir("..")),
+                          "home": os.path.expanduser("~"), "instructor_home": home, "env": sorted(os.environ)}}))
+    """)
+    assert seen["found"] == {path: False for path in targets}
+    assert seen["here"] == ["data.txt"]     # its own files, but not the sanitized notebooks
+    assert seen["up"] == ["ch11"]           # no other notebook folder, nobody else's
+    assert seen["home"] == "/tmp"
+    # of the instructor's home, at most the way to the Python installation (e.g. ~/.pyenv) is there
+    on_the_way = {folder.relative_to(home).parts[0] for folder in sandbox.readable_folders(folder) if home in folder.parents}
+    assert set(seen["instructor_home"]) <= on_the_way, seen["instructor_home"]
+    assert not [name for name in seen["env"] if name.startswith("JUPYTER_") or name == "INSTRUCTOR_TOKEN"]
+
+
+def test_without_the_sandbox_the_kernel_reads_the_course(course):
+    """What the sandbox is for: opted out (``sandbox=False``), the same code finds the answers."""
+    root, folder = course
+    seen = run_in_kernel(folder, f"""
+        import json
+        print(json.dumps(open({str(root / 'source/ch11/01_tiny.ipynb')!r}).read()))
+    """, sandbox=False)
+    assert seen == "the answers"
+
+
+def test_no_network_not_even_the_graders_loopback(course):
+    _, folder = course
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    try:
+        seen = run_in_kernel(folder, f"""
+            import json, socket
+            results = {{}}
+            for address in [("127.0.0.1", {port}), ("1.1.1.1", 53), ("pypi.org", 443)]:
+                try:
+                    socket.create_connection(address, timeout=3).close()
+                    results[str(address)] = "connected"
+                except OSError as error:
+                    results[str(address)] = type(error).__name__
+            print(json.dumps(results))
+        """)
+    finally:
+        listener.close()
+    assert "connected" not in seen.values(), seen
+    assert seen["('127.0.0.1', %d)" % port] == "ConnectionRefusedError"  # its own, empty loopback
+
+
+def test_writes_outside_its_folder_fail_and_its_folder_is_a_private_copy(course, repo_root):
+    root, folder = course
+    targets = [str(root / "gradebook.db"), str(root / "autograded" / "other" / "ch11" / "01_tiny.ipynb"),
+               str(repo_root / "lib" / "lmpolicy" / "checks.py"), "/usr/lib/planted.py", "/etc/planted"]
+    seen = run_in_kernel(folder, f"""
+        import json
+        results = {{}}
+        for path in {targets!r}:
+            try:
+                with open(path, "a") as f:
+                    f.write("planted")
+                results[path] = "written"
+            except OSError as error:
+                results[path] = type(error).__name__
+        with open("data.txt", "w") as f:
+            f.write("changed in the sandbox")
+        open("new.txt", "w").write("made in the sandbox")
+        print(json.dumps(results))
+    """)
+    assert "written" not in seen.values(), seen
+    assert (root / "gradebook.db").read_text() == "the answers"
+    assert "planted" not in (repo_root / "lib" / "lmpolicy" / "checks.py").read_text()
+    assert (folder / "data.txt").read_text() == "the student's own file"
+    assert not (folder / "new.txt").exists()
+
+
+def test_processes_stop_at_the_cap(course):
+    _, folder = course
+    seen = run_in_kernel(folder, """
+        import json, os, time
+        children = []
+        try:
+            while len(children) < 1000:
+                pid = os.fork()
+                if pid == 0:
+                    time.sleep(60)
+                    os._exit(0)
+                children.append(pid)
+            stopped = None
+        except OSError as error:
+            stopped = type(error).__name__
+        print(json.dumps({"children": len(children), "stopped": stopped}))
+    """, max_processes=64)
+    assert seen["stopped"] == "BlockingIOError"
+    assert seen["children"] < 64
+
+
+def test_tmp_and_its_folder_fill_up_at_their_bound(course):
+    _, folder = course
+    seen = run_in_kernel(folder, """
+        import json
+        written = {}
+        for path in ["/tmp/filler", "filler"]:
+            written[path] = 0
+            try:
+                with open(path, "wb") as f:
+                    while written[path] < 64 * 1024**2:
+                        f.write(b"x" * 1024**2)
+                        f.flush()
+                        written[path] += 1024**2
+            except OSError as error:
+                written[path] = (written[path], error.strerror)
+        print(json.dumps(written))
+    """, scratch_bytes=8 * 1024**2)
+    for path, (size, error) in seen.items():
+        assert size <= 8 * 1024**2 and error == "No space left on device", (path, size, error)
+
+
+def test_without_bubblewrap_grading_stops_and_says_how_to_enable_it(monkeypatch, tmp_path):
+    no_bwrap = tmp_path / "bin"  # the tools of the grading kernel, but not bubblewrap
+    no_bwrap.mkdir()
+    for tool in ("prlimit", "setpriv"):
+        (no_bwrap / tool).symlink_to(shutil.which(tool))
+    monkeypatch.setenv("PATH", os.pathsep.join([str(no_bwrap), str(Path(sys.executable).parent)]))
+    sandbox.sandbox_problem.cache_clear()
+    try:
+        with pytest.raises(sandbox.SandboxUnavailable) as raised:
+            sandbox.require_sandbox()
+        with pytest.raises(sandbox.SandboxUnavailable):
+            run_in_kernel(tmp_path, "print(1)")
+        root = tiny_course.make_course(tmp_path / "course")
+        (root / "release" / "ch11").mkdir(parents=True)
+        nbformat.write(tiny_course.source_notebook(), root / "release" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb")
+        tiny_course.submit(root, "alice", tiny_course.source_notebook())
+        with pytest.raises(sandbox.SandboxUnavailable):
+            grade_class(root, workers=1, log=lambda _: None, sandbox=True)
+    finally:
+        sandbox.sandbox_problem.cache_clear()
+    message = str(raised.value)
+    assert "`bwrap` is not on PATH" in message
+    assert "apt-get install bubblewrap" in message and "--sandbox off" in message
+
+
+# --- the tiny course, graded end to end --------------------------------------------------------
+
+# A blank submission that finds the instructor's source notebook and runs its solution cells.
+SOURCE_THIEF = """import json, pathlib
+for folder in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]:
+    source = folder / "source" / "ch11" / "01_tiny.ipynb"
+    if source.exists():
+        for cell in json.loads(source.read_text())["cells"]:
+            if cell["cell_type"] == "code" and "BEGIN SOLUTION" in "".join(cell["source"]):
+                exec("".join(cell["source"]), globals())
+"""
+FORK_BOMB = """import os
+while True:
+    try:
+        os.fork()
+    except OSError:
+        pass
+"""
+
+
+def test_graded_class_thief_gets_nothing_and_a_fork_bomb_costs_no_one_else(tmp_path):
+    root = tiny_course.make_course(tmp_path / "course")
+    release(root)
+    tiny_course.submit(root, "a_fork_bomb", tiny_course.replace_answer(tiny_course.source_notebook(), "ex1__answer",
+                                                                        FORK_BOMB))
+    tiny_course.submit(root, "b_reference", tiny_course.source_notebook())
+    thief = nbformat.read(root / "release" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb", as_version=4)
+    tiny_course.submit(root, "c_source_thief", tiny_course.replace_answer(thief, "ex1__answer", SOURCE_THIEF))
+
+    outcomes = {o.student: o for o in grade_class(root, workers=1, log=lambda _: None, sandbox=True)}
+
+    def scores(student):
+        return {row.exercise: row.score for row in exercise_rows(root, [outcomes[student]]) if row.exercise != "ex3"}
+    assert outcomes["a_fork_bomb"].status in (Status.GRADED, Status.FAILED)
+    if outcomes["a_fork_bomb"].status == Status.GRADED:
+        assert scores("a_fork_bomb")["ex1"] == 0
+    assert outcomes["b_reference"].status == Status.GRADED and scores("b_reference") == {"ex1": 2, "ex2": 3}
+    assert outcomes["c_source_thief"].status == Status.GRADED and scores("c_source_thief") == {"ex1": 0, "ex2": 0}
+    ours = range(sandbox.private_uid_base(os.getpid()), sandbox.private_uid_base(os.getpid()) + 64)
+    leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and _uid(pid) in ours]
+    assert leftovers == [], "sandboxed processes outlived their notebook"
+
+
+def _uid(pid: str) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return -1
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:")))
