@@ -114,15 +114,18 @@ def _contains(folder: Path, path: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def _package_folders() -> list[str]:
+    """The folders lmpolicy and lmpolicy_grader are imported from in the grader."""
+    import lmpolicy
+    import lmpolicy_grader
+    return sorted({str(Path(package.__file__).resolve().parents[1]) for package in (lmpolicy, lmpolicy_grader)})
+
+
 def readable_folders(notebook_dir: Path) -> list[Path]:
     """The Python installation and the course packages' import folders, minus any folder that holds
     ``notebook_dir`` (binding that would show the course root: source/, the gradebook, everyone's work)."""
-    import lmpolicy
-    import lmpolicy_grader
-
     candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  Path(sys.executable).parent, os.path.realpath(sys.executable) + "/../..",
-                  Path(lmpolicy.__file__).parents[1], Path(lmpolicy_grader.__file__).parents[1]]
+                  Path(sys.executable).parent, os.path.realpath(sys.executable) + "/../..", *_package_folders()]
     candidates += [entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))]
     folders: list[Path] = []
     for candidate in candidates:
@@ -190,7 +193,8 @@ class Sandbox:
         """The kernel's environment: a few harmless variables of ``env``, a PATH, $HOME in /tmp."""
         kept = {name: value for name, value in env.items()
                 if name in _PASSED_ENV or name.startswith(_PASSED_ENV_PREFIXES) or name.endswith(_PASSED_ENV_SUFFIXES)}
-        kept.update(PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        kept.update(PYTHONPATH=os.pathsep.join(_package_folders()),  # the grader's own lmpolicy, not another
+                    PATH=os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
                     HOME="/tmp", TMPDIR="/tmp", IPYTHONDIR="/tmp/.ipython", MPLCONFIGDIR="/tmp/.matplotlib",
                     # the kernel's parent in its pid namespace is bwrap's init, pid 1: ipykernel then
                     # neither polls a parent it cannot see nor prints its console banner
