@@ -1,0 +1,20 @@
+"""The student's library stands alone: importing any of its modules imports neither nbgrader nor the grader."""
+import pkgutil
+import subprocess
+import sys
+
+import lmpolicy
+
+MODULES = ["lmpolicy"] + [info.name for info in pkgutil.walk_packages(lmpolicy.__path__, "lmpolicy.")]
+
+
+def test_every_lmpolicy_module_imports_without_nbgrader_or_the_grader():
+    program = (
+        "import importlib, sys\n"
+        f"for name in {MODULES!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('nbgrader', 'lmpolicy_grader')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", f"importing lmpolicy pulled in: {result.stdout.strip()}"
+    assert len(MODULES) > 20  # the walk found the library's modules, not an empty package
