@@ -1,0 +1,281 @@
+"""Where the KL goes: the same REINFORCE run on TinyLM with the leash in five places.
+
+The objective is always ``E[r(x, y)] - beta * KL(pi || pi_ref)``. What differs is how the KL term
+reaches the gradient. With ``l_t = log pi(y_t | s_t) - log pi_ref(y_t | s_t)`` per answer token and the
+three estimators ``k1 = l``, ``k2 = l^2 / 2`` and ``k3 = exp(-l) - 1 + l``:
+
+* **in the reward** (``k1-reward``, ``k3-reward``): the answer's reward becomes ``r - beta * sum_t k_t``,
+  a number with no gradient, and the score-function machinery does the rest. With k1 the expected
+  gradient is exactly the reverse KL's; with k3 it is ``grad KL(pi||pi_ref) - grad KL(pi_ref||pi)``: the
+  two cancel to second order near pi_ref and what is left pushes the *forward* KL up;
+* **in the loss** (``k1-loss``, ``k2-loss``, ``k3-loss``): the reward stays the verifier's, and
+  ``beta * mean_i sum_t k_t`` is added to the loss and differentiated. At one position, over
+  ``y_t ~ pi``: ``E[grad k1] = 0`` (no leash at all), ``E[grad k2] = grad KL(pi||pi_ref)`` (the right
+  one), ``E[grad k3] = grad KL(pi_ref||pi)`` (GRPO's choice: the forward KL).
+
+For the comparison to be fair the loop differs from notebook 08's recipe in three defaults, each of which
+would otherwise treat the placements differently (see :class:`KLPlacementSettings`): advantages are not
+divided by their standard deviation (that would rescale beta in the reward but not in the loss), no prompt
+is dropped for having uniform rewards (that would drop the KL's signal in the reward but keep it in the
+loss), and there is one gradient step per batch (on-policy, as in the estimators' derivations).
+
+Everything else is :mod:`lmpolicy.tinylm.reinforce`'s: prompt choice, sampling, the verifier, the
+leave-one-out baseline, the distinct-answers and shared-prompt speed-ups, and the loop of
+:mod:`lmpolicy.tinylm.runs` that measures the exact KL and the exact expected reward on the held-out
+problems. ``python -m lmpolicy.tinylm.kl_placement --out-dir figures`` runs every placement and writes
+the notebook's figures.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from lmpolicy.tinylm.generate import generate
+from lmpolicy.tinylm.logprobs import sequence_logprob
+from lmpolicy.tinylm.model import TinyLM
+from lmpolicy.tinylm.problems import training_problems
+from lmpolicy.tinylm.reinforce import (DistinctAnswers, PromptPicker, Recipe, answers_to_learn_from,
+                                       clipped_policy_steps, leave_one_out_baseline, policy_gradient_loss,
+                                       reinforce_advantages, shared_prompt_logprobs)
+from lmpolicy.tinylm.rewards import verifier_reward
+from lmpolicy.tinylm.runs import History, RunResult, run_with_budget, start_run, warm_up_learning_rate
+from lmpolicy.tinylm.tokenizer import PROMPT_LEN, encode_prompts
+
+PLACEMENTS = ("k1-reward", "k1-loss", "k2-loss", "k3-loss", "k3-reward")
+"""Every placement: estimator, then where it goes."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# The estimators and the two places
+# ---------------------------------------------------------------------------------------------------
+
+def kl_estimate(token_logprobs: torch.Tensor, ref_token_logprobs: torch.Tensor, estimator: str) -> torch.Tensor:
+    """Per-token k1, k2 or k3 of ``KL(pi || pi_ref)`` from the sampled tokens' log-probs; same shape, gradient kept."""
+    log_ratio = token_logprobs - ref_token_logprobs
+    if estimator == "k1":
+        return log_ratio
+    if estimator == "k2":
+        return log_ratio ** 2 / 2
+    if estimator == "k3":
+        return torch.expm1(-log_ratio) + log_ratio  # exp(-l) - 1 + l, with expm1 for small l
+    raise ValueError(f"estimator must be 'k1', 'k2' or 'k3', got {estimator!r}")
+
+
+def parse_placement(placement: str) -> tuple[str, str]:
+    """``"k3-loss"`` -> ``("k3", "loss")``, with an error naming the valid placements otherwise."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}; got {placement!r}")
+    estimator, where = placement.split("-")
+    return estimator, where
+
+
+def kl_in_reward(estimator: str):
+    """The ``kl_penalized_rewards`` piece of :func:`reinforce_advantages` for one estimator:
+    ``r - beta * sum_t k_t`` per answer, with no gradient (the penalty is part of the reward)."""
+    def penalized(rewards, token_logprobs, ref_token_logprobs, mask, beta):
+        k = kl_estimate(token_logprobs.detach(), ref_token_logprobs.detach(), estimator)
+        return rewards - beta * sequence_logprob(k, mask)
+    return penalized
+
+
+def no_kl_in_reward(rewards, token_logprobs, ref_token_logprobs, mask, beta):
+    """The reward is the verifier's alone (the KL is in the loss instead)."""
+    return rewards
+
+
+def kl_loss_term(token_logprobs, ref_token_logprobs, mask, weights, estimator: str) -> torch.Tensor:
+    """``mean_i w_i sum_t k_t``: the per-answer KL estimate, summed over its tokens and averaged over the rows
+    with the same row weights as the policy-gradient loss (``weights`` = how many sampled answers each
+    distinct row stands for, scaled so that their mean is 1 over all answers). Differentiated."""
+    per_answer = sequence_logprob(kl_estimate(token_logprobs, ref_token_logprobs, estimator), mask)
+    return (weights * per_answer).mean()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The settings and one run
+# ---------------------------------------------------------------------------------------------------
+
+@dataclass
+class KLPlacementSettings(Recipe):
+    """The experiment: notebook 08's REINFORCE, fair to every placement, long enough for the leash to matter.
+
+    beta is large on purpose. At notebook 08's 0.02 the leash barely binds in a few hundred updates, and
+    every placement traces the same curve; at 0.2 the KL term is comparable to the reward's pull, so an
+    estimator whose gradient points elsewhere (k1 in the loss: nowhere; k3 in the reward: away from the
+    reference's support) shows it within the run.
+    """
+
+    max_updates: int = 150
+    eval_every_updates: int = 10
+    stop_at_target: bool = False  # every run the same length: the point is where the KL ends, not accuracy
+    heldout_measured: int = 300  # exact expected reward and exact KL on these many held-out problems
+    prompts_per_update: int = 64
+    samples_per_prompt: int = 4
+    lr: float = 1e-3
+    beta: float = 0.2
+    normalize_advantages: bool = False  # dividing by std(A) would rescale beta in the reward, not in the loss
+    skip_uniform_prompts: bool = False  # dropping them would drop the KL's signal in the reward, not in the loss
+    prioritize_prompts: bool = False  # the objective's prompts are the training problems, uniformly
+    epochs_per_batch: int = 1  # on-policy: the estimators' expected gradients assume y ~ pi
+    placements: tuple[str, ...] = PLACEMENTS  # which placements to run (the same seed for each)
+    out_dir: str = "kl_placement_figures"  # where the command line writes the figures and the numbers
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.method != "reinforce":
+            raise ValueError("the KL placements are a REINFORCE experiment: method must be 'reinforce'")
+        for placement in self.placements:
+            parse_placement(placement)
+
+
+def train_with_placement(settings: KLPlacementSettings, placement: str, model: TinyLM | None = None,
+                         progress: bool = True) -> RunResult:
+    """One run from ``model`` (default: the shipped checkpoint) with the KL in ``placement``.
+
+    The update is :func:`lmpolicy.tinylm.reinforce.train`'s, step for step, except where the KL goes: either
+    into the reward (the ``kl_penalized_rewards`` piece) or as a differentiated term of the loss.
+    """
+    estimator, where = parse_placement(placement)
+    r = settings
+    model, reference, optimizer, sampler = start_run(r, model)
+    train_prompts = encode_prompts(training_problems())
+    P, K = r.prompts_per_update, r.samples_per_prompt
+    picker = PromptPicker(len(train_prompts), sampler, prioritize=r.prioritize_prompts)
+    history = History(label=placement)
+    penalized_rewards = kl_in_reward(estimator) if where == "reward" else no_kl_in_reward
+
+    def one_update(update: int) -> None:
+        warm_up_learning_rate(optimizer, r.lr, r.warmup_updates, update)
+        chosen = picker.pick(P)
+        gen = generate(model, train_prompts[chosen], temperature=r.temperature, generator=sampler,
+                       samples_per_prompt=K)
+        rewards = verifier_reward(gen.ids[:, :PROMPT_LEN], gen.response_ids)
+        picker.record(chosen, rewards.view(P, K))
+        history.answers_sampled += len(rewards)
+        history.train_reward.append(rewards.mean().item())
+        keep = answers_to_learn_from(rewards, r)
+        if not keep.any():
+            return
+        batch = DistinctAnswers(gen.ids[keep])
+        model.train()
+        token_logp = shared_prompt_logprobs(model, batch.ids)
+        with torch.no_grad():
+            ref_logp = shared_prompt_logprobs(reference, batch.ids)
+        s = batch.same
+        advantages = reinforce_advantages(rewards[keep], token_logp[s], ref_logp[s], batch.mask[s], r,
+                                          kl_penalized_rewards=penalized_rewards,
+                                          leave_one_out_baseline=leave_one_out_baseline)
+        row_weights = batch.fold(torch.ones(len(s)))
+
+        def loss(token_logprobs, mask, weights):
+            pg = policy_gradient_loss(token_logprobs, mask, weights)
+            if where == "reward":
+                return pg
+            return pg + r.beta * kl_loss_term(token_logprobs, ref_logp, mask, row_weights, estimator)
+
+        clipped_policy_steps(model, optimizer, batch, token_logp, batch.fold(advantages), r, loss)
+
+    run_with_budget(r, model, reference, one_update, history, progress)
+    return RunResult(model=model, history=history, recipe=r)
+
+
+def run_placements(settings: KLPlacementSettings | None = None, model: TinyLM | None = None,
+                   progress: bool = True) -> dict[str, History]:
+    """Every placement in ``settings.placements``, each from the same start with the same seed."""
+    settings = settings or KLPlacementSettings()
+    return {p: train_with_placement(settings, p, model, progress).history for p in settings.placements}
+
+
+def quick_settings(**changes) -> KLPlacementSettings:
+    """A much shorter run of the same experiment, for tests and the notebook's quick mode."""
+    quick = dict(max_updates=4, eval_every_updates=2, heldout_measured=40, prompts_per_update=16)
+    return KLPlacementSettings(**{**quick, **changes})
+
+
+# ---------------------------------------------------------------------------------------------------
+# The figures
+# ---------------------------------------------------------------------------------------------------
+
+COLORS = {"k1-reward": "tab:blue", "k1-loss": "tab:gray", "k2-loss": "tab:green", "k3-loss": "tab:orange",
+          "k3-reward": "tab:red"}
+
+
+def plot_over_updates(histories: dict[str, History], beta: float):
+    """Left: the exact expected verifier reward (held-out, T = 1) over updates; right: the exact KL."""
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for placement, h in histories.items():
+        left.plot(h.updates, h.sampled, marker=".", color=COLORS[placement], label=placement)
+        right.plot(h.updates, h.kl, marker=".", color=COLORS[placement], label=placement)
+    left.set(xlabel="update", ylabel="expected verifier reward (held-out)", title=f"reward, beta = {beta:g}")
+    right.set(xlabel="update", ylabel="KL(pi || pi_ref) per answer (nats)", title="exact KL from the reference")
+    left.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_reward_kl_plane(histories: dict[str, History], beta: float):
+    """Each run as a path on the reward-KL plane, from the checkpoint (the shared start) to its last update."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    for placement, h in histories.items():
+        ax.plot(h.kl, h.sampled, marker=".", color=COLORS[placement], label=placement)
+        ax.plot(h.kl[-1], h.sampled[-1], marker="o", markersize=8, color=COLORS[placement])
+    first = next(iter(histories.values()))
+    ax.plot(first.kl[0], first.sampled[0], marker="*", markersize=12, color="black", label="checkpoint")
+    ax.set(xlabel="KL(pi || pi_ref) per answer (nats)", ylabel="expected verifier reward (held-out)",
+           title=f"the reward-KL plane, beta = {beta:g}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def final_table(histories: dict[str, History], beta: float) -> str:
+    """One line per run: where it ended, and its regularized objective ``reward - beta * KL``."""
+    lines = [f"{'placement':<10} {'reward':>7} {'KL':>7} {'reward - beta KL':>17} {'greedy':>7}"]
+    for placement, h in histories.items():
+        lines.append(f"{placement:<10} {h.sampled[-1]:7.3f} {h.kl[-1]:7.3f} "
+                     f"{h.sampled[-1] - beta * h.kl[-1]:17.3f} {h.greedy[-1]:7.3f}")
+    return "\n".join(lines)
+
+
+def write_figures(histories: dict[str, History], settings: KLPlacementSettings, out_dir: str | Path) -> list[Path]:
+    """The two figures as PNG, and every run's history as JSON, into ``out_dir``; returns the paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "reward_and_kl_over_updates.png", out / "reward_kl_plane.png", out / "histories.json"]
+    for path, fig in zip(paths, (plot_over_updates(histories, settings.beta),
+                                 plot_reward_kl_plane(histories, settings.beta))):
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+    numbers = {"settings": asdict(settings), "runs": {p: h.as_dict() for p, h in histories.items()}}
+    paths[2].write_text(json.dumps(numbers, indent=1))
+    return paths
+
+
+def main(argv: list[str] | None = None) -> dict[str, History]:
+    """``python -m lmpolicy.tinylm.kl_placement --beta 0.2 --out-dir figures``: every setting is a flag."""
+    import tyro
+
+    settings = tyro.cli(KLPlacementSettings, args=argv,
+                        description="Where the KL goes: REINFORCE on TinyLM with the KL in each place")
+    print(settings)
+    histories = run_placements(settings)
+    print(final_table(histories, settings.beta))
+    for path in write_figures(histories, settings, settings.out_dir):
+        print("wrote", path)
+    return histories
+
+
+if __name__ == "__main__":
+    main()
