@@ -20,15 +20,25 @@ def response_logprobs(logits: torch.Tensor, ids: torch.Tensor, prompt_len: int) 
 
     logits (B, L, V) from ``model(ids)``, ids (B, L) -> (B, L - prompt_len); entry [b, j] is
     ``log p(ids[b, prompt_len + j] | ids[b, :prompt_len + j])``, read from logits column
-    ``prompt_len + j - 1``.
+    ``prompt_len + j - 1``. That is ``log_softmax(logits[:, prompt_len - 1:-1]).gather(ids[:, prompt_len:])``.
+
+    The result has the logits' precision (float64 stays float64); half-precision logits (bfloat16,
+    float16) are upcast to float32 first, since their rounding error in a log-softmax over a large
+    vocabulary is larger than the log-ratios RL cares about.
     """
     if logits.ndim != 3 or ids.ndim != 2 or logits.shape[:2] != ids.shape:
         raise ValueError(f"logits must be (B, L, V) and ids (B, L); got {tuple(logits.shape)} and {tuple(ids.shape)}")
     if not 1 <= prompt_len < ids.shape[1]:
         raise ValueError(f"prompt_len must be between 1 and L - 1 = {ids.shape[1] - 1}, got {prompt_len}")
-    logp = F.log_softmax(logits[:, :-1].float(), dim=-1)  # column t predicts token t + 1
-    next_token_logp = logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)  # (B, L - 1)
-    return next_token_logp[:, prompt_len - 1 :]
+    # Slice before the log-softmax: only the columns that predict response tokens enter the graph. The
+    # prompt's columns then cost nothing in backward (the log-softmax keeps its (B, R, V) output, not
+    # (B, L, V)), and a prompt column whose logits are all -inf (left padding) cannot send NaN into the
+    # gradient: its log-softmax, never computed, cannot be NaN.
+    predicting = logits[:, prompt_len - 1 : -1]  # column t predicts token t + 1
+    if predicting.dtype in (torch.float16, torch.bfloat16):
+        predicting = predicting.float()
+    logp = F.log_softmax(predicting, dim=-1)
+    return logp.gather(-1, ids[:, prompt_len:].unsqueeze(-1)).squeeze(-1)
 
 
 def sequence_logprob(token_logprobs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -2,6 +2,7 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from lmpolicy.tinylm.logprobs import response_logprobs, sequence_logprob
 
@@ -77,3 +78,77 @@ def test_shape_mismatch_is_rejected():
         sequence_logprob(torch.zeros(2, 4), torch.zeros(2, 3))
     with pytest.raises(ValueError, match=r"\(B, L, V\)"):
         response_logprobs(torch.zeros(1, 10, 15), torch.zeros(1, 11, dtype=torch.long), 7)
+
+
+# --- precision, the slice before the log-softmax ------------------------------------------------------
+
+def formula(logits, ids, prompt_len):
+    """The definition, in float64: log_softmax of the columns that predict response tokens, at the chosen ids."""
+    z = logits[:, prompt_len - 1:-1].double()
+    return torch.log_softmax(z, dim=-1).gather(-1, ids[:, prompt_len:].unsqueeze(-1)).squeeze(-1)
+
+
+def test_float64_logits_give_float64_log_probs_to_float64_accuracy():
+    gen = torch.Generator().manual_seed(5)
+    logits = torch.randn(3, 9, 40, generator=gen, dtype=torch.float64) * 20  # large logits: float32 would lose digits
+    ids = torch.randint(40, (3, 9), generator=gen)
+    out = response_logprobs(logits, ids, 4)
+    assert out.dtype == torch.float64
+    # brute force in float64, one entry at a time: z[id] - log sum exp(z), with the max taken out
+    for b in range(3):
+        for j in range(5):
+            z = logits[b, 3 + j]
+            m = z.max()
+            expected = z[ids[b, 4 + j]] - m - torch.log(torch.exp(z - m).sum())
+            assert abs(out[b, j].item() - expected.item()) < 1e-12
+    # float32 would be off by far more than 1e-12 here: the check above can tell the two apart
+    as_float32 = response_logprobs(logits.float(), ids, 4).double()
+    assert (as_float32 - out).abs().max() > 1e-9
+
+
+@pytest.mark.parametrize("half", [torch.bfloat16, torch.float16])
+def test_half_precision_logits_are_upcast_to_float32(half):
+    gen = torch.Generator().manual_seed(6)
+    logits = (torch.randn(2, 8, 30, generator=gen) * 3).to(half)
+    ids = torch.randint(30, (2, 8), generator=gen)
+    out = response_logprobs(logits, ids, 5)
+    assert out.dtype == torch.float32
+    # computed from the half-precision values, exactly representable in float32, at float32 accuracy
+    torch.testing.assert_close(out.double(), formula(logits.float(), ids, 5), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_equals_the_formula_on_random_inputs(seed):
+    gen = torch.Generator().manual_seed(seed)
+    B, L, V = 4, 13, 50
+    prompt_len = int(torch.randint(1, L, (1,), generator=gen))
+    logits = torch.randn(B, L, V, generator=gen, dtype=torch.float64) * 4
+    ids = torch.randint(V, (B, L), generator=gen)
+    out = response_logprobs(logits, ids, prompt_len)
+    assert out.shape == (B, L - prompt_len)
+    torch.testing.assert_close(out, formula(logits, ids, prompt_len), rtol=0, atol=1e-12)
+
+
+def test_an_all_minus_infinity_prompt_column_leaves_the_gradient_finite():
+    """Left padding can give a prompt column logits of -inf everywhere; no response token is read from it."""
+    gen = torch.Generator().manual_seed(7)
+    B, L, V, prompt_len = 3, 10, 20, 6
+    logits = torch.randn(B, L, V, generator=gen)
+    logits[0, 1] = -math.inf  # a padding column of row 0, well inside the prompt
+    logits[2, 0] = -math.inf
+    logits.requires_grad_(True)
+    ids = torch.randint(V, (B, L), generator=gen)
+    out = response_logprobs(logits, ids, prompt_len)
+    assert torch.isfinite(out).all()
+    out.sum().backward()
+    assert torch.isfinite(logits.grad).all()
+    assert (logits.grad[:, : prompt_len - 1] == 0).all()  # the prompt's own predictions get no gradient
+    # the gradient of the predicting columns is the formula's: one-hot(chosen) - softmax
+    z = logits.detach()[:, prompt_len - 1:-1]
+    expected = F.one_hot(ids[:, prompt_len:], V).float() - torch.softmax(z, dim=-1)
+    torch.testing.assert_close(logits.grad[:, prompt_len - 1:-1], expected)
+    # what slicing after the log-softmax did with the same logits: NaN in the gradient
+    before = logits.detach().clone().requires_grad_(True)
+    logp = F.log_softmax(before[:, :-1], dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    logp[:, prompt_len - 1:].sum().backward()
+    assert torch.isnan(before.grad).any()
