@@ -4,10 +4,12 @@ One update, CleanRL style (every setting is a field of :class:`Recipe`):
 
 1. choose ``prompts_per_update`` different training problems, favouring those whose earlier answers
    were often wrong (:class:`PromptPicker`), and sample ``samples_per_prompt`` answers to each at
-   temperature 1 with the KV-cache generator (each prompt runs through the model once);
+   ``temperature`` with the KV-cache generator (each prompt runs through the model once);
 2. score them with the verifier (1 if the sum is right, else 0);
 3. drop the prompts whose answers all earned the same reward (every advantage would be 0 up to KL
-   noise), and compute the log-probs of the kept answers under the policy and the reference;
+   noise), and compute the log-probs of the kept answers under the policy and the reference, both at
+   the sampling temperature (the policy that was sampled is ``softmax(logits / T)``; every log-prob and
+   ratio below refers to it);
 4. fold a per-token k1 KL penalty into each answer's reward, ``r - beta * sum_t (log pi - log pi_ref)``,
    computed without gradient (:func:`kl_penalized_rewards`), and subtract the leave-one-out baseline,
    the mean penalised reward of the *other* answers to the same prompt (:func:`leave_one_out_baseline`);
@@ -75,7 +77,7 @@ class Recipe(Budget):
     epochs_per_batch: int = 3  # gradient steps per sampled batch (> 1: PPO-style clipped reuse)
     clip: float = 0.2  # the ratio clip of the reused steps
     max_grad_norm: float = 1.0
-    temperature: float = 1.0  # sampling temperature of the training answers
+    temperature: float = 1.0  # sampling temperature of the training answers, and the one they are scored at
     threads: int = 1  # torch threads; one holds up best when the laptop is busy (bench/bench_notebook08.py)
     method: str = "reinforce"  # or "rft": rejection-sampling fine-tuning (SFT on the correct answers)
 
@@ -90,6 +92,9 @@ class Recipe(Budget):
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.beta < 0 or self.lr <= 0:
             raise ValueError("beta must be >= 0 and lr > 0")
+        if not self.temperature > 0:  # also catches NaN
+            raise ValueError(f"temperature must be > 0 to train on the sampled answers' log-probs, got "
+                             f"{self.temperature!r} (0 is greedy decoding: every answer would have probability 1)")
 
 
 # The plain recipe, for comparison: 32 prompts x 8 answers, Adam 3e-4, one step per batch, prompts drawn
@@ -201,9 +206,11 @@ class PromptPicker:
 # The two speed-ups: distinct answers once, a shared prompt pass
 # ---------------------------------------------------------------------------------------------------
 
-def shared_prompt_logprobs(model: TinyLM, ids: torch.Tensor) -> torch.Tensor:
-    """Per-token log-probs (B, RESPONSE_LEN) of the answers in ``ids``, each distinct prompt computed once."""
-    return response_logprobs(forward_sharing_prompts(model, ids), ids, PROMPT_LEN)
+def shared_prompt_logprobs(model: TinyLM, ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """Per-token log-probs (B, RESPONSE_LEN) of the answers in ``ids`` under ``softmax(logits / temperature)``,
+    the distribution :func:`~lmpolicy.tinylm.generate.generate` samples from at that temperature; each
+    distinct prompt is computed once. At temperature 1 the division is exact: the log-probs are the model's own."""
+    return response_logprobs(forward_sharing_prompts(model, ids) / temperature, ids, PROMPT_LEN)
 
 
 class DistinctAnswers:
@@ -264,7 +271,7 @@ def clipped_policy_steps(model: TinyLM, optimizer: torch.optim.Optimizer, batch:
     for epoch in range(r.epochs_per_batch):
         step_weights = weights
         if epoch > 0:  # off-policy now: importance ratio, clipped the PPO way
-            token_logp = shared_prompt_logprobs(model, batch.ids)
+            token_logp = shared_prompt_logprobs(model, batch.ids, r.temperature)
             ratio = (sequence_logprob(token_logp.detach(), batch.mask) - old_seq_logp).exp()
             step_weights = clipped_advantages(weights, ratio, r.clip)
         loss = check_piece(policy_gradient_loss(token_logp, batch.mask, step_weights), (),
@@ -321,13 +328,18 @@ def train(
             return
         batch = DistinctAnswers(gen.ids[keep])
         model.train()
-        token_logp = shared_prompt_logprobs(model, batch.ids)
+        # the log-probs of the policy that was sampled: the model at the sampling temperature
+        token_logp = shared_prompt_logprobs(model, batch.ids, r.temperature)
         # 4. the advantages (RFT: weight 1 on every kept answer)
         if r.method == "rft":
             advantages = torch.ones(len(batch.same))
         else:
+            # The leash is to the reference at the same temperature: the starting policy as it was sampled.
+            # Then the KL is 0 at the start and measures only what training changed; against the reference
+            # at T = 1 the penalty would be nonzero before any update and would pull the policy back toward
+            # untempered sampling, undoing the temperature rather than restraining the learning.
             with torch.no_grad():
-                ref_logp = shared_prompt_logprobs(reference, batch.ids)
+                ref_logp = shared_prompt_logprobs(reference, batch.ids, r.temperature)
             s = batch.same
             advantages = reinforce_advantages(rewards[keep], token_logp[s], ref_logp[s], batch.mask[s], r,
                                               kl_penalized_rewards=kl_penalized_rewards,

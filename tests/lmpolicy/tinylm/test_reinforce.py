@@ -107,6 +107,92 @@ def test_recipe_rejects_settings_it_cannot_run():
         reinforce.Recipe(samples_per_prompt=1)
     with pytest.raises(ValueError, match="method"):
         reinforce.Recipe(method="ppo")
+    for temperature in (0.0, -1.0, math.nan):
+        with pytest.raises(ValueError, match="temperature must be > 0"):
+            reinforce.Recipe(temperature=temperature)
+
+
+# --- scored at the sampling temperature ------------------------------------------------------------------
+
+@needs_checkpoint
+def test_every_log_prob_of_a_tempered_run_is_the_tempered_distributions_that_generate_sampled(monkeypatch):
+    """At T = 0.5 the answers come from softmax(logits / T); the loss, the old policy's ratio and the KL
+    penalty must all use that distribution's log-probs, and the reference's at the same T."""
+    import lmpolicy.tinylm.generate as generate_module
+    from lmpolicy.tinylm.logprobs import response_logprobs
+    from lmpolicy.tinylm.tokenizer import PROMPT_LEN
+
+    T, P, K = 0.5, 8, 4
+    steps, generations, penalties, losses, runs_started, batches = [], [], [], [], [], []
+    original_sample, original_generate = generate_module.sample_next_token, reinforce.generate
+    original_start_run, original_batch = reinforce.start_run, reinforce.DistinctAnswers
+
+    def recording_sample(logits, temperature=1.0, *args, **kwargs):
+        token = original_sample(logits, temperature, *args, **kwargs)
+        steps.append((logits.clone(), temperature, token.clone()))
+        return token
+
+    def recording_generate(*args, **kwargs):
+        out = original_generate(*args, **kwargs)
+        generations.append((kwargs.get("temperature"), out))
+        return out
+
+    def recording_start_run(*args):
+        started = original_start_run(*args)
+        runs_started.append(started)
+        return started
+
+    class RecordingBatch(original_batch):
+        def __init__(self, answers):
+            super().__init__(answers)
+            batches.append(self)
+
+    def recording_penalty(rewards, token_logprobs, ref_token_logprobs, mask, beta):
+        penalties.append((token_logprobs.detach().clone(), ref_token_logprobs.clone(), mask.clone()))
+        return reinforce.kl_penalized_rewards(rewards, token_logprobs, ref_token_logprobs, mask, beta)
+
+    def recording_loss(token_logprobs, mask, advantages):
+        # the policy as it is when this step's log-probs were computed, scored from scratch at T in float64
+        model, ids = runs_started[0][0], batches[-1].ids
+        with torch.no_grad():
+            expected = response_logprobs(model(ids).double() / T, ids, PROMPT_LEN)
+        losses.append((token_logprobs.detach().clone(), expected, mask.clone()))
+        return reinforce.policy_gradient_loss(token_logprobs, mask, advantages)
+
+    monkeypatch.setattr(generate_module, "sample_next_token", recording_sample)
+    monkeypatch.setattr(reinforce, "generate", recording_generate)
+    monkeypatch.setattr(reinforce, "start_run", recording_start_run)
+    monkeypatch.setattr(reinforce, "DistinctAnswers", RecordingBatch)
+    start = load_pretrained()
+    reinforce.train(tiny_recipe(prompts_per_update=P, samples_per_prompt=K, temperature=T, epochs_per_batch=2),
+                    start, kl_penalized_rewards=recording_penalty, policy_gradient_loss=recording_loss,
+                    progress=False)
+
+    # the distribution generate drew the training answers from, step by step: log_softmax(logits / T)
+    (out,) = [g for temperature, g in generations if temperature == T]
+    drawn = [(logits, token) for logits, temperature, token in steps if temperature == T and len(token) == P * K]
+    assert len(drawn) == out.response_ids.shape[1]
+    sampled_logp = torch.stack([torch.log_softmax(logits.double() / T, dim=-1).gather(-1, token[:, None])[:, 0]
+                                for logits, token in drawn], dim=1)
+    real = out.response_mask.bool()
+    assert torch.equal(torch.stack([token for _, token in drawn], dim=1)[real], out.response_ids[real])
+
+    # the KL penalty's inputs: every answer (none skipped), in order, at T; the reference at T as well
+    ((policy_logp, ref_logp, mask),) = penalties
+    assert torch.equal(mask, out.response_mask)
+    torch.testing.assert_close(policy_logp[real].double(), sampled_logp[real], rtol=0, atol=1e-5)
+    torch.testing.assert_close(ref_logp, policy_logp, rtol=0, atol=1e-6)  # before any update pi = pi_ref, at T too
+    # the untempered log-probs are far from these: the checks above can tell the two apart
+    with torch.no_grad():
+        untempered = response_logprobs(start(out.ids).double(), out.ids, PROMPT_LEN)
+    assert (untempered - sampled_logp)[real].abs().max() > 0.1
+
+    # both steps' losses (the on-policy one and the clipped reuse, whose ratio divides these by the first's)
+    # got the current policy's log-probs at T
+    assert len(losses) == 2
+    for got, expected, mask in losses:
+        torch.testing.assert_close(got[mask.bool()].double(), expected[mask.bool()], rtol=0, atol=1e-5)
+    assert not torch.allclose(losses[0][0], losses[1][0])  # the first step did move the policy
 
 
 # --- measuring -----------------------------------------------------------------------------------------
