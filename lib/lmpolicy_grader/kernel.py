@@ -94,7 +94,13 @@ class GradingKernelManager(AsyncKernelManager):
     def write_connection_file(self, **kwargs):
         super().write_connection_file(**kwargs)
         if self._sandbox is not None:
-            self._sandbox.give(Path(self.connection_file))
+            self._sandbox.let_read(Path(self.connection_file))
+
+    async def _async_post_start_kernel(self, **kw):
+        await super()._async_post_start_kernel(**kw)
+        if self._sandbox is not None:
+            ports = (self.shell_port, self.iopub_port, self.stdin_port, self.hb_port, self.control_port)
+            await self._sandbox.seal([f"{self.ip}-{port}" for port in ports])
 
     def format_kernel_cmd(self, extra_arguments=None):
         command = super().format_kernel_cmd(extra_arguments)

@@ -23,12 +23,14 @@ next.
 """
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -157,8 +159,8 @@ class Sandbox:
         sandbox = cls(notebook_dir, private, max_processes, scratch_bytes, uid, readable_folders(notebook_dir))
         sandbox.sockets.mkdir()
         sandbox._stage_files()
-        sandbox.give(private)
-        sandbox.give(sandbox.sockets)
+        if uid is not None:  # the kernel binds its ZMQ sockets here; seal() takes the folder back
+            os.chown(sandbox.sockets, uid, uid)
         return sandbox
 
     @property
@@ -170,10 +172,21 @@ class Sandbox:
     def staged(self) -> Path:
         return self.private / "files"
 
-    def give(self, path: Path) -> None:
-        """Make ``path`` the kernel's (when the kernel runs as its own uid)."""
+    def let_read(self, path: Path) -> None:
+        """Let the kernel's uid read ``path`` (the private folder above it is closed to everyone else)."""
         if self.uid is not None:
-            os.chown(path, self.uid, self.uid, follow_symlinks=False)
+            os.chmod(path, 0o644)
+
+    async def seal(self, socket_files: list[str], timeout: float = 120) -> None:
+        """Once the kernel has bound its sockets, take the sockets folder back: it is on the host's
+        disk, and a kernel that could still write there could fill it."""
+        if self.uid is None:
+            return  # the kernel runs as the grader's own uid, which owns the folder either way
+        deadline = time.monotonic() + timeout
+        while not all(os.path.exists(path) for path in socket_files) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        os.chown(self.sockets, 0, 0)
+        os.chmod(self.sockets, 0o755)
 
     def _stage_files(self) -> None:
         # The notebook folder's own files, minus notebooks and hidden files: a sanitized .ipynb holds

@@ -132,9 +132,11 @@ def test_writes_outside_its_folder_fail_and_its_folder_is_a_private_copy(course,
     targets = [str(root / "gradebook.db"), str(root / "autograded" / "other" / "ch11" / "01_tiny.ipynb"),
                str(repo_root / "lib" / "lmpolicy" / "checks.py"), "/usr/lib/planted.py", "/etc/planted"]
     seen = run_in_kernel(folder, f"""
-        import json
+        import json, pathlib
+        from ipykernel import get_connection_file
+        sockets = pathlib.Path(get_connection_file()).parent  # on the host's disk: sealed once bound
         results = {{}}
-        for path in {targets!r}:
+        for path in {targets!r} + [str(sockets / "filler"), get_connection_file()]:
             try:
                 with open(path, "a") as f:
                     f.write("planted")
