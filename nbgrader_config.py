@@ -18,6 +18,7 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
 from lmpolicy_grader.export import StatusCsvExportPlugin
 from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells)
+from lmpolicy_grader.preprocessors.show_pending_grades import PENDING_AWARE_FILTERS, ShowPendingGrades
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 
@@ -73,5 +74,7 @@ c.LimitOutput.max_traceback = 40
 # --- export: `nbgrader export` writes nbgrader_export.csv with a status column (FAILED, never a silent 0)
 c.ExportApp.plugin_class = StatusCsvExportPlugin
 
-# --- feedback: no hidden tests, no hidden assertion lines in tracebacks -------------------------
-c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+# --- feedback: no hidden tests, no hidden assertion lines in tracebacks; an answer not graded yet
+# reads "not graded yet", not 0 (the filters let the feedback template print that text)
+c.GenerateFeedback.preprocessors = [GetGrades, ShowPendingGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+c.HTMLExporter.filters = PENDING_AWARE_FILTERS

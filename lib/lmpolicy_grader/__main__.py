@@ -1,9 +1,10 @@
 """The instructor's commands: ``python -m lmpolicy_grader [--course DIR] <command>`` (default: the course here).
 
   release         generate release/ch11 from source/ch11 (nbgrader generate_assignment --force)
-  examples        put the example submissions (reference, blank, mistakes) into submitted/
-  grade           release + examples + grade everyone in parallel + feedback + grades.csv + table
-  report          print the table and rewrite grades.csv from the gradebook and the last grading
+  examples        grade the example submissions (reference, blank, mistakes) in their own course, examples-course/
+  grade           release + grade the class in submitted/ in parallel + feedback + grades.csv + report
+                  (a class with no student yet: the examples instead, in examples-course/)
+  report          print the report and rewrite grades.csv from the gradebook and the last grading
   install-kernel  write the grading kernelspec (prlimit-wrapped) for formgrader or `jupyter kernelspec`
 
 Each command is a settings dataclass below, made into a command line by tyro (as CleanRL does):
@@ -19,8 +20,11 @@ from typing import Annotated, Literal, Union
 
 import tyro
 
-from lmpolicy_grader.grading import ASSIGNMENT, grade_class, load_config, load_outcomes
+from lmpolicy_grader.grading import ASSIGNMENT, grade_class, load_config, load_outcomes, submitted_students
 from lmpolicy_grader.sandbox import SandboxUnavailable
+from lmpolicy_grader.status import Status
+
+_SANDBOX = {"course": None, "on": True, "off": False}
 
 
 def release(course_root: Path, assignment: str = ASSIGNMENT) -> None:
@@ -37,16 +41,38 @@ def release(course_root: Path, assignment: str = ASSIGNMENT) -> None:
 
 
 def report(course_root: Path, assignment: str = ASSIGNMENT) -> str:
-    from lmpolicy_grader.report import exercise_rows, format_table, write_csv
+    from lmpolicy_grader.examples import examples_in_class
+    from lmpolicy_grader.report import exercise_rows, format_report, write_csv
 
     rows = exercise_rows(course_root, load_outcomes(course_root), assignment)
     write_csv(rows, course_root / "grades.csv")
-    return format_table(rows)
+    lingering = examples_in_class(course_root)
+    note = (f"\n\nNote: submitted/ holds students named as the examples are ({', '.join(lingering)}); if an older "
+            "version of this grader put them there, remove them (submissions, grades) with "
+            "`python -m lmpolicy_grader examples --remove-from-class`") if lingering else ""
+    return format_report(rows) + note
 
 
-def _place_examples(course_root: Path) -> list[str]:
-    from lmpolicy_grader.examples import place_examples
-    return place_examples(course_root)
+def grade_examples(course_root: Path, workers: int | None = None, feedback: bool = True,
+                   sandbox: bool | None = None) -> None:
+    """Make examples-course/ afresh (the example submissions' own course), grade it and print its report."""
+    from lmpolicy_grader.examples import EXAMPLES_COURSE, make_examples_course
+    started = time.monotonic()
+    print(f"the example submissions, in their own course {course_root / EXAMPLES_COURSE} ...")
+    _grade_and_report(make_examples_course(course_root), None, workers, feedback, sandbox, started)
+
+
+def _grade_and_report(course_root: Path, students: list[str] | None, workers: int | None, feedback: bool,
+                      sandbox: bool | None, started: float) -> None:
+    try:
+        outcomes = grade_class(course_root, students=students, workers=workers, feedback=feedback, sandbox=sandbox)
+    except SandboxUnavailable as error:
+        sys.exit(str(error))
+    counts = {status: sum(o.status == status for o in outcomes) for status in (Status.GRADED, Status.FAILED, Status.MISSING)}
+    print(f"graded {counts[Status.GRADED]} notebooks, {counts[Status.FAILED]} FAILED, {counts[Status.MISSING]} not "
+          f"submitted ({len({o.student for o in outcomes})} students) in {time.monotonic() - started:.0f} s\n")
+    print(report(course_root))
+    print(f"\nwrote {course_root / 'grades.csv'}; feedback in {course_root / 'feedback'}")
 
 
 @dataclass
@@ -59,15 +85,27 @@ class Release:
 
 @dataclass
 class Examples:
-    """Put the example submissions (reference, blank, mistakes) into submitted/."""
+    """Grade the example submissions (reference, blank, mistakes) in their own course, examples-course/."""
+
+    workers: int | None = None
+    """worker processes (None: one per core)"""
+    remove_from_class: bool = False
+    """instead: remove example students left in this course's own class (submitted/, autograded/, feedback/,
+    grading_status.json, and the gradebook through `nbgrader db student remove --force`)"""
 
     def run(self, course_root: Path) -> None:
-        print("submitted:", ", ".join(_place_examples(course_root)))
+        from lmpolicy_grader.examples import examples_in_class, remove_from_class
+        if self.remove_from_class:
+            found = examples_in_class(course_root)
+            remove_from_class(course_root, found)
+            print(f"removed {len(found)} example students from {course_root}" if found else "no example students here")
+            return
+        grade_examples(course_root, self.workers)
 
 
 @dataclass
 class Grade:
-    """Release, place the examples, grade everyone in parallel, write feedback and grades.csv, print the table."""
+    """Release, grade the class in submitted/ in parallel, write feedback and grades.csv, print the report."""
 
     workers: int | None = None
     """worker processes (None: one per core)"""
@@ -76,7 +114,8 @@ class Grade:
     release: bool = True
     """regenerate release/ first (--no-release keeps the existing one)"""
     examples: bool = True
-    """place the example submissions first (--no-examples grades submitted/ as it is)"""
+    """when submitted/ holds no student yet, grade the example submissions in their own course,
+    examples-course/, instead (--no-examples: never); a class with students is graded without them"""
     feedback: bool = True
     """write the feedback HTML (--no-feedback skips it)"""
     sandbox: Literal["course", "on", "off"] = "course"
@@ -88,22 +127,17 @@ class Grade:
         if self.release:
             print("generating the release ...")
             release(course_root)
-        if self.examples:
-            print("example submissions:", ", ".join(_place_examples(course_root)))
-        try:
-            outcomes = grade_class(course_root, students=list(self.student) or None, workers=self.workers,
-                                   feedback=self.feedback,
-                                   sandbox={"course": None, "on": True, "off": False}[self.sandbox])
-        except SandboxUnavailable as error:
-            sys.exit(str(error))
-        print(f"graded {len(outcomes)} notebooks in {time.monotonic() - started:.0f} s\n")
-        print(report(course_root))
-        print(f"\nwrote {course_root / 'grades.csv'}; feedback in {course_root / 'feedback'}")
+        students = list(self.student) or submitted_students(course_root)
+        if self.examples and not students:
+            print("no student in submitted/ yet: grading the example submissions instead")
+            grade_examples(course_root, self.workers, self.feedback, _SANDBOX[self.sandbox])
+            return
+        _grade_and_report(course_root, students, self.workers, self.feedback, _SANDBOX[self.sandbox], started)
 
 
 @dataclass
 class Report:
-    """Print the table and rewrite grades.csv from the gradebook and the last grading (no grading)."""
+    """Print the report and rewrite grades.csv from the gradebook and the last grading (no grading)."""
 
     def run(self, course_root: Path) -> None:
         print(report(course_root))

@@ -1,5 +1,12 @@
 """Example submissions for `make grade`: the reference solution, the blank release, typical mistakes.
 
+They live in a course of their own, ``examples-course/`` inside the course folder (made afresh by
+``python -m lmpolicy_grader examples``; git ignores it): its own ``submitted/``, gradebook, feedback,
+``grades.csv`` and export, with the course's configuration and source notebooks. So the real class in
+``submitted/`` never holds them, and nothing uploaded from its gradebook or export carries a fake student.
+Example students left in a real class by an older version are removed with ``remove_from_class``
+(``python -m lmpolicy_grader examples --remove-from-class``), through nbgrader's ``db student remove``.
+
 - ``reference``: the source notebooks (solutions in place): full marks on every autograded part.
 - ``blank``: the release as a student receives it: zero on every autograded part.
 - ``mistakes``, ``mistakes-2``, ...: the reference with the typical wrong answers of
@@ -9,14 +16,39 @@
 """
 from __future__ import annotations
 
+import json
+import re
 import shutil
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 import nbformat
 
-from lmpolicy_grader.grading import ASSIGNMENT
+from lmpolicy_grader.grading import ASSIGNMENT, STATUS_FILE, load_outcomes_raw, submitted_students
 from lmpolicy_grader.wrong_answers import WRONG_ANSWERS
+
+EXAMPLES_COURSE = "examples-course"
+_EXAMPLE_ID = re.compile(r"(reference|blank|mistakes(-\d+)?)")
+
+# The example course's nbgrader_config.py: the real course's settings, re-rooted in its own folder.
+_EXAMPLES_CONFIG = """\
+# The example submissions' own course (written by `python -m lmpolicy_grader examples`; do not edit):
+# the settings of the course above, with this folder as root and its own gradebook.
+load_subconfig({parent_config!r})
+from pathlib import Path
+root = Path(__file__).resolve().parent
+c.CourseDirectory.root = str(root)
+c.CourseDirectory.db_url = f"sqlite:///{{root / 'gradebook.db'}}"
+c.RestoreDeletedCells.course_root = str(root)
+c.Exchange.root = str(root / "exchange")
+"""
+
+
+def is_example(student: str) -> bool:
+    """Whether ``student`` is one of the example submissions' ids (reference, blank, mistakes, mistakes-2 ...)."""
+    return _EXAMPLE_ID.fullmatch(student) is not None
 
 def mistake_rounds(wrong_answers: list) -> list[list]:
     """Split wrong answers into rounds with at most one per (notebook, exercise) and answer cell."""
@@ -72,3 +104,50 @@ def place_examples(course_root: Path, assignment: str = ASSIGNMENT) -> list[str]
         for name, notebook in submission.items():
             nbformat.write(notebook, folder / f"{name}.ipynb")
     return list(students)
+
+
+def make_examples_course(course_root: Path, assignment: str = ASSIGNMENT) -> Path:
+    """A fresh ``examples-course/`` in ``course_root``: the course's config and source, released, with the
+    example submissions in its ``submitted/``. Returns its folder (grade it as a course of its own)."""
+    from lmpolicy_grader.__main__ import release
+
+    course_root = Path(course_root).resolve()
+    examples_root = course_root / EXAMPLES_COURSE
+    shutil.rmtree(examples_root, ignore_errors=True)  # made afresh: no grade of an earlier run lingers
+    (examples_root / "source").mkdir(parents=True)
+    (examples_root / ".gitignore").write_text("# made by `python -m lmpolicy_grader examples`\n*\n")
+    (examples_root / "nbgrader_config.py").write_text(
+        _EXAMPLES_CONFIG.format(parent_config=str(course_root / "nbgrader_config.py")))
+    shutil.copytree(course_root / "source" / assignment, examples_root / "source" / assignment)
+    release(examples_root, assignment)
+    place_examples(examples_root, assignment)
+    return examples_root
+
+
+def examples_in_class(course_root: Path, assignment: str = ASSIGNMENT) -> list[str]:
+    """Students in a real class's submitted/ named as the examples are (an older version of the grader put the
+    examples there); none in examples-course/ itself, where they belong."""
+    if Path(course_root).name == EXAMPLES_COURSE:
+        return []
+    return [s for s in submitted_students(course_root, assignment) if is_example(s)]
+
+
+def remove_from_class(course_root: Path, students: list[str], assignment: str = ASSIGNMENT, log=print) -> None:
+    """Remove example ``students`` from a real class: nbgrader's ``db student remove --force`` (their grades
+    go with them), then their submitted/, autograded/ and feedback/ folders and their grading outcomes."""
+    course_root = Path(course_root).resolve()
+    unknown = [s for s in students if not is_example(s)]
+    if unknown:
+        raise ValueError(f"not example students, refusing to remove them: {unknown}")
+    for student in students:
+        done = subprocess.run([sys.executable, "-m", "nbgrader", "db", "student", "remove", student, "--force"],
+                              cwd=course_root, capture_output=True, text=True)
+        if done.returncode != 0 and "No such student" not in done.stderr + done.stdout:
+            raise RuntimeError(f"nbgrader db student remove {student} failed:\n{done.stderr.strip()}")
+        for folder in ("submitted", "autograded", "feedback"):
+            shutil.rmtree(course_root / folder / student, ignore_errors=True)
+        log(f"removed {student}")
+    status_file = course_root / STATUS_FILE
+    if status_file.exists():
+        kept = [o for o in load_outcomes_raw(status_file) if o["student"] not in students]
+        status_file.write_text(json.dumps(kept, indent=1) + "\n")

@@ -4,13 +4,18 @@ Stock nbgrader writes one row per student and assignment with the gradebook's sc
 could not be graded (invalid JSON, a kernel that died, a timeout) simply adds 0 to it. This exporter
 writes the same columns and two more:
 
-* ``status``: ``graded``, ``missing`` (nothing submitted) or ``FAILED``;
-* ``problems``: for a FAILED row, which notebooks failed and why (its scores are left empty).
+* ``status``: what is still open, worst first (``lmpolicy_grader.report.student_summaries``):
+  ``FAILED``, ``notebooks missing``, ``pending manual grading``, ``complete``; ``missing`` when nothing
+  was submitted. Only ``complete`` rows are final grades.
+* ``open``: in words, what keeps the row from being complete (which notebooks failed or are missing,
+  how many answers wait for a grader);
+* ``problems``: for a FAILED row, which notebooks failed, why, and what to do about it.
 
-A row is FAILED when the last grading (``grading_status.json``, written by ``python -m lmpolicy_grader
-grade``) failed one of its notebooks, or when a submission exists in ``submitted/`` but the gradebook
-has none (stock ``nbgrader autograde`` gave up on it). Such students get a row (scores left empty) even
-when the gradebook has never heard of them, which stock nbgrader leaves out. nbgrader_config.py makes it the default
+A notebook is FAILED when the last grading (``grading_status.json``, written by ``python -m lmpolicy_grader
+grade``) failed it, or when it exists in ``submitted/`` but the gradebook has no submission for it (stock
+``nbgrader autograde`` gave up). A FAILED row's score is the score of its other notebooks so far: the
+failed one adds nothing, and no 0 stands in for it. Such students get a row even when the gradebook has
+never heard of them, which stock nbgrader leaves out. nbgrader_config.py makes it the default
 exporter; it writes ``nbgrader_export.csv`` unless ``--to`` says otherwise (``grades.csv`` is the
 per-exercise table of ``python -m lmpolicy_grader``).
 """
@@ -23,19 +28,30 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 
-from lmpolicy_grader.grading import load_outcomes
+from lmpolicy_grader.grading import Outcome, load_outcomes
+from lmpolicy_grader.report import exercise_rows, failed_advice, student_summaries
 from lmpolicy_grader.status import Status
 
 DEFAULT_DESTINATION = "nbgrader_export.csv"
 
 
-def _failures(course_root: Path) -> dict[str, list[str]]:
-    """student -> ["notebook: reason", ...] for every notebook the last grading marked failed."""
-    failed = defaultdict(list)
-    for outcome in load_outcomes(course_root):
-        if outcome.status == Status.FAILED:
-            failed[outcome.student].append(f"{outcome.notebook}: {outcome.reason or 'failed'}")
-    return failed
+def _outcomes(gradebook, course_root: Path, assignment: str, student: str, graded: dict) -> list[Outcome]:
+    """The last grading's outcomes of ``student``; a notebook it never graded (stock ``nbgrader autograde``,
+    or not at all) as the gradebook and ``submitted/`` show it."""
+    notebooks = [n.name for n in gradebook.find_assignment(assignment).notebooks]
+    in_gradebook = _in_gradebook(gradebook, assignment, student)
+    outcomes = []
+    for notebook in notebooks:
+        if (student, notebook) in graded:
+            outcomes.append(graded[(student, notebook)])
+        elif not (course_root / "submitted" / student / assignment / f"{notebook}.ipynb").exists():
+            outcomes.append(Outcome(student, notebook, Status.MISSING, "not submitted"))
+        elif in_gradebook:
+            outcomes.append(Outcome(student, notebook, Status.GRADED))
+        else:
+            outcomes.append(Outcome(student, notebook, Status.FAILED,
+                                    "submitted, but not in the gradebook: autograding failed (see its log)"))
+    return outcomes
 
 
 def _in_gradebook(gradebook, assignment: str, student: str) -> bool:
@@ -47,34 +63,37 @@ def _in_gradebook(gradebook, assignment: str, student: str) -> bool:
 
 
 class StatusCsvExportPlugin(CsvExportPlugin):
-    """nbgrader's CSV export plus a ``status`` and a ``problems`` column (see the module docstring)."""
+    """nbgrader's CSV export plus ``status``, ``open`` and ``problems`` columns (see the module docstring)."""
 
     def export(self, gradebook) -> None:
         self.to = self.to or DEFAULT_DESTINATION
         super().export(gradebook)
         course_root = Path(self.parent.coursedir.root) if self.parent is not None else Path.cwd()
-        failures = _failures(course_root)
+        graded = {(o.student, o.notebook): o for o in load_outcomes(course_root)}
         with open(self.to, newline="") as handle:
             reader = csv.DictReader(handle)
-            rows, fieldnames = list(reader), list(reader.fieldnames or []) + ["status", "problems"]
+            rows, fieldnames = list(reader), list(reader.fieldnames or []) + ["status", "open", "problems"]
         # nbgrader lists only the gradebook's students: one whose every notebook failed is not there at all
         listed = {(row["assignment"], row["student_id"]) for row in rows}
         for assignment in self.assignment or [a.name for a in gradebook.assignments]:
-            students = {p.parent.name for p in (course_root / "submitted").glob(f"*/{assignment}")} | set(failures)
+            students = {p.parent.name for p in (course_root / "submitted").glob(f"*/{assignment}")}
+            students |= {s for s, _ in graded}
             for student in sorted(students - {s for a, s in listed if a == assignment}):
                 if not self.student or student in self.student:
                     rows.append({"assignment": assignment, "student_id": student})
         for row in rows:
-            submitted = (course_root / "submitted" / row["student_id"] / row["assignment"]).is_dir()
-            graded = _in_gradebook(gradebook, row["assignment"], row["student_id"])
-            problems = list(failures.get(row["student_id"], []))
-            if submitted and not graded and not problems:
-                problems.append("submitted, but not in the gradebook: autograding failed (see its log)")
-            row["status"] = Status.FAILED if problems else (Status.GRADED if graded else Status.MISSING)
-            row["problems"] = "; ".join(problems)
-            if problems:  # as in grades.csv: no number for what was not graded, so no sum counts it as 0
-                row["raw_score"] = row["score"] = ""
-                self.log.warning("%s / %s FAILED: %s", row["student_id"], row["assignment"], row["problems"])
+            student, assignment = row["student_id"], row["assignment"]
+            outcomes = _outcomes(gradebook, course_root, assignment, student, graded)
+            summary = student_summaries(exercise_rows(course_root, outcomes, assignment, gradebook))[student]
+            row["status"], row["open"] = summary.status, summary.open(reasons=False)
+            row["problems"] = "; ".join(f"{notebook}: {reason} (what to do: {failed_advice(reason, student)})"
+                                        for notebook, reason in summary.failed.items())
+            row.setdefault("max_score", f"{summary.max_score:g}")
+            if summary.failed:  # the other notebooks' score so far: the failed one adds nothing, not a 0
+                row["raw_score"] = row["score"] = f"{summary.score:g}"
+                self.log.warning("%s / %s FAILED: %s", student, assignment, row["problems"])
+            elif summary.status != Status.COMPLETE:
+                self.log.warning("%s / %s is not final: %s", student, assignment, row["open"] or summary.status)
         with open(self.to, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=fieldnames, restval="")
             writer.writeheader()

@@ -3,6 +3,11 @@
 A notebook that could not be graded is FAILED with its reason and has no score (never 0); an answer
 waiting for the instructor is "pending manual"; an exercise whose tests met a tampered notebook is
 "tampering" (score 0, reason given). ``grades.csv`` carries the same rows with a status column.
+
+Per student, ``student_summaries`` says what is still open (the words of ``Status``: complete, pending
+manual grading, notebooks missing, FAILED); the printed report is a class summary (one line per
+student), per-exercise statistics (which exercises the class found hard) and, for every FAILED
+notebook, what to do about it. ``nbgrader export`` (``lmpolicy_grader.export``) uses the same summaries.
 """
 from __future__ import annotations
 
@@ -26,32 +31,43 @@ class ExerciseRow:
     max_score: float
     status: Status
     reason: str = ""
+    waiting: int = 0      # answers of this exercise that wait for a grader (formgrader)
 
 
-def exercise_rows(course_root: Path, outcomes: list[Outcome], assignment: str = ASSIGNMENT) -> list[ExerciseRow]:
-    from nbgrader.api import Gradebook, MissingEntry
+def exercise_rows(course_root: Path, outcomes: list[Outcome], assignment: str = ASSIGNMENT,
+                  gradebook=None) -> list[ExerciseRow]:
+    """The rows of ``outcomes``, read from the course's gradebook (or the open ``gradebook`` given)."""
+    from nbgrader.api import Gradebook
 
+    if gradebook is not None:
+        return _rows_from(gradebook, outcomes, assignment)
     config = load_config(Path(course_root))
-    rows = []
     with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gradebook:
-        for outcome in outcomes:
-            cells = gradebook.find_notebook(outcome.notebook, assignment).grade_cells
-            maxima = defaultdict(float)
-            for cell in cells:
-                maxima[exercise_key(cell.name)] += cell.max_score
-            if outcome.status != Status.GRADED:  # MISSING scores 0; FAILED has no score
-                rows += [ExerciseRow(outcome.student, outcome.notebook, exercise,
-                                     0.0 if outcome.status == Status.MISSING else None,
-                                     maximum, outcome.status, outcome.reason) for exercise, maximum in maxima.items()]
-                continue
-            try:
-                grades = gradebook.find_submission_notebook(outcome.notebook, assignment, outcome.student).grades
-            except MissingEntry:
-                rows += [ExerciseRow(outcome.student, outcome.notebook, exercise, None, maximum, Status.FAILED,
-                                     "graded, but the gradebook has no grades for it")
-                         for exercise, maximum in maxima.items()]
-                continue
-            rows += _graded_rows(outcome, grades, maxima)
+        return _rows_from(gradebook, outcomes, assignment)
+
+
+def _rows_from(gradebook, outcomes: list[Outcome], assignment: str) -> list[ExerciseRow]:
+    from nbgrader.api import MissingEntry
+
+    rows = []
+    for outcome in outcomes:
+        cells = gradebook.find_notebook(outcome.notebook, assignment).grade_cells
+        maxima = defaultdict(float)
+        for cell in cells:
+            maxima[exercise_key(cell.name)] += cell.max_score
+        if outcome.status != Status.GRADED:  # MISSING scores 0; FAILED has no score
+            rows += [ExerciseRow(outcome.student, outcome.notebook, exercise,
+                                 0.0 if outcome.status == Status.MISSING else None,
+                                 maximum, outcome.status, outcome.reason) for exercise, maximum in maxima.items()]
+            continue
+        try:
+            grades = gradebook.find_submission_notebook(outcome.notebook, assignment, outcome.student).grades
+        except MissingEntry:
+            rows += [ExerciseRow(outcome.student, outcome.notebook, exercise, None, maximum, Status.FAILED,
+                                 "graded, but the gradebook has no grades for it")
+                     for exercise, maximum in maxima.items()]
+            continue
+        rows += _graded_rows(outcome, grades, maxima)
     return rows
 
 
@@ -78,11 +94,87 @@ def _graded_rows(outcome: Outcome, grades, maxima) -> list[ExerciseRow]:
             status = Status.GRADED
         scored = [g.score for g in exercise_grades if g not in waiting]  # a manual score counts once given
         score = float(sum(x or 0.0 for x in scored)) if scored else None  # autograded parts, when pending
-        rows.append(ExerciseRow(outcome.student, outcome.notebook, exercise, score, maximum, status, reason))
+        rows.append(ExerciseRow(outcome.student, outcome.notebook, exercise, score, maximum, status, reason,
+                                len(waiting)))
     return rows
 
 
+
+
+# --- what to do about a FAILED notebook ------------------------------------------------------------
+
+def failed_advice(reason: str, student: str) -> str:
+    """What the instructor can do about a notebook that FAILED for ``reason`` (the words of the grader)."""
+    rerun = f"python -m lmpolicy_grader grade --no-release --student {student}"
+    if reason.startswith("invalid notebook"):
+        return ("the file is not a readable notebook, so it never reached the gradebook and formgrader cannot open "
+                "it: repair it in submitted/ (or ask for a resubmission), then re-run " + rerun)
+    if "worker process died" in reason:
+        return ("the submission killed the grader's own process (re-running does the same): grade it by hand, "
+                "running it yourself in a throw-away copy")
+    if "kernel died" in reason:
+        return ("the kernel died (os._exit, a crash, the memory or CPU limit): run it yourself to see which; if a "
+                "limit was too tight, raise it in nbgrader_config.py and re-run " + rerun + "; else grade it by hand")
+    if "budget" in reason or "did not stop" in reason or "stopped answering" in reason:
+        return ("a cell ran too long: if the code is legitimate, raise c.GradingExecute.cell_timeouts or "
+                "notebook_budgets in nbgrader_config.py and re-run " + rerun + "; else grade it by hand")
+    return f"nbgrader gave up on it: run `nbgrader autograde ch11 --student {student} --force` to read why, fix, and re-run " + rerun
+
+
+# --- one line per student -------------------------------------------------------------------------
+
+@dataclass
+class StudentSummary:
+    """A student's assignment as a whole: the score so far and what is still open."""
+    student: str
+    score: float            # graded and marked parts only; a FAILED or pending part adds nothing (it is not a 0)
+    max_score: float        # the whole assignment
+    status: Status          # FAILED, NOTEBOOKS_MISSING, PENDING_GRADING, COMPLETE (worst first) or MISSING
+    waiting: int            # answers that wait for a grader
+    missing: list[str]      # notebooks not submitted
+    failed: dict[str, str]  # notebook -> reason
+
+    def open(self, reasons: bool = True) -> str:
+        """What is still open, in words (empty when complete); ``reasons=False``: failed notebooks by name only."""
+        parts = [f"FAILED {notebook}" + (f": {reason}" if reasons else "") for notebook, reason in self.failed.items()]
+        if self.missing and self.status != Status.MISSING:
+            parts.append(f"{len(self.missing)} notebook(s) missing: {', '.join(self.missing)}")
+        if self.waiting:
+            parts.append(f"{self.waiting} answer(s) to grade by hand")
+        return "; ".join(parts)
+
+
+def student_summaries(rows: list[ExerciseRow]) -> dict[str, StudentSummary]:
+    by_student = defaultdict(list)
+    for row in rows:
+        by_student[row.student].append(row)
+    summaries = {}
+    for student, mine in sorted(by_student.items()):
+        notebooks = defaultdict(set)
+        for row in mine:
+            notebooks[row.notebook].add(row.status)
+        missing = [n for n, statuses in notebooks.items() if statuses == {Status.MISSING}]
+        failed = {r.notebook: r.reason for r in mine if r.status == Status.FAILED}
+        waiting = sum(r.waiting for r in mine)
+        if len(missing) == len(notebooks):
+            status = Status.MISSING
+        elif failed:
+            status = Status.FAILED
+        elif missing:
+            status = Status.NOTEBOOKS_MISSING
+        elif waiting:
+            status = Status.PENDING_GRADING
+        else:
+            status = Status.COMPLETE
+        summaries[student] = StudentSummary(student, sum(r.score for r in mine if r.score is not None),
+                                            sum(r.max_score for r in mine), status, waiting, missing, failed)
+    return summaries
+
+
+# --- grades.csv -----------------------------------------------------------------------------------
+
 def write_csv(rows: list[ExerciseRow], path: Path) -> None:
+    """One row per student and exercise (the per-exercise detail of the printed report)."""
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=[f.name for f in fields(ExerciseRow)])
         writer.writeheader()
@@ -92,36 +184,65 @@ def write_csv(rows: list[ExerciseRow], path: Path) -> None:
             writer.writerow(record)
 
 
-def _cell(row: ExerciseRow) -> str:
-    if row.status in (Status.FAILED, Status.MISSING):
-        return row.status
-    if row.status == Status.PENDING:
-        return "pending" if row.score is None else f"{row.score:g}+?/{row.max_score:g}"
-    mark = f"{row.score:g}/{row.max_score:g}"
-    return mark + (" tamper" if row.status == Status.TAMPERING else "")
+# --- the printed report ---------------------------------------------------------------------------
+
+LEGEND = """\
+How to read this report
+  score so far   points of the parts graded and marked; a FAILED notebook or an answer still to be
+                 graded by hand adds nothing (it is not a 0); "of" is the assignment's total
+  status         complete: everything graded | pending manual grading: answers wait for you in
+                 formgrader | notebooks missing: some were not submitted (they score 0) | FAILED: a
+                 notebook could not be graded (see the advice below) | missing: nothing submitted
+  per exercise   graded: students whose exercise is fully scored (autograded, and marked where it has
+                 written parts); mean and full marks over those; pending / FAILED / not submitted: how
+                 many students are in each state; "-" where no student is graded yet
+  grades.csv     one row per student and exercise: score (empty when there is none), status, reason"""
 
 
-def format_table(rows: list[ExerciseRow]) -> str:
-    """Exercises down, students across; then each student's total and what needs attention."""
-    students = sorted({r.student for r in rows})
-    keys = list(dict.fromkeys((r.notebook, r.exercise) for r in rows))
-    table = {(r.student, r.notebook, r.exercise): r for r in rows}
-    width = max([10] + [len(s) + 2 for s in students])
-    label = max([20] + [len(f"{n}/{e}") + 2 for n, e in keys])
-    lines = ["exercise".ljust(label) + "".join(s.rjust(width) for s in students)]
-    for notebook, exercise in keys:
-        cells = [_cell(table[(s, notebook, exercise)]) if (s, notebook, exercise) in table else "-" for s in students]
-        lines.append(f"{notebook}/{exercise}".ljust(label) + "".join(c.rjust(width) for c in cells))
-    totals, attention = [], []
-    for student in students:
-        mine = [r for r in rows if r.student == student]
-        scored = [r for r in mine if r.score is not None]
-        totals.append(f"{sum(r.score for r in scored):g}/{sum(r.max_score for r in mine):g}")
-        for status in (Status.FAILED, Status.PENDING, Status.TAMPERING):
-            count = sum(r.status == status for r in mine)
-            if count:
-                attention.append(f"{student}: {count} exercise(s) {status}")
-    lines.append("total (scored so far)".ljust(label) + "".join(t.rjust(width) for t in totals))
+def _table(header: list[str], lines: list[list[str]], left: int = 1) -> list[str]:
+    """Columns as wide as their widest entry; the first ``left`` columns left-aligned, the rest right."""
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *lines)]
+    return ["  ".join(str(x).ljust(w) if i < left else str(x).rjust(w) for i, (x, w) in enumerate(zip(line, widths)))
+            .rstrip() for line in [header, *lines]]
+
+
+def class_summary(rows: list[ExerciseRow]) -> list[str]:
+    summaries = student_summaries(rows)
+    lines = [[s.student, f"{s.score:g}", f"{s.max_score:g}", s.status, s.open(reasons=False)]
+             for s in summaries.values()]
+    counts = defaultdict(int)
+    for summary in summaries.values():
+        counts[summary.status] += 1
+    total = ", ".join(f"{n} {status}" for status, n in counts.items())
+    return [f"Class summary ({len(summaries)} students: {total})"] + _table(
+        ["student", "score so far", "of", "status", "open"], lines, left=1)
+
+
+def exercise_statistics(rows: list[ExerciseRow]) -> list[str]:
+    by_exercise = defaultdict(list)
+    for row in rows:
+        by_exercise[(row.notebook, row.exercise)].append(row)
+    lines = []
+    for (notebook, exercise), mine in by_exercise.items():
+        scored = [r for r in mine if r.status in (Status.GRADED, Status.TAMPERING)]
+        mean = f"{sum(r.score for r in scored) / len(scored):.2f}" if scored else "-"
+        full = f"{100 * sum(r.score >= r.max_score for r in scored) / len(scored):.0f}%" if scored else "-"
+        lines.append([f"{notebook}/{exercise}", f"{mine[0].max_score:g}", len(scored), mean, full,
+                      sum(r.status == Status.PENDING for r in mine), sum(r.status == Status.FAILED for r in mine),
+                      sum(r.status == Status.MISSING for r in mine)])
+    return ["Per exercise"] + _table(["exercise", "points", "graded", "mean", "full marks", "pending", "FAILED",
+                                      "not submitted"], lines)
+
+
+def failed_notebooks(rows: list[ExerciseRow]) -> list[str]:
     failures = sorted({(r.student, r.notebook, r.reason) for r in rows if r.status == Status.FAILED})
-    lines += [""] + attention + [f"FAILED {s}/{n}: {why}" for s, n, why in failures]
-    return "\n".join(lines)
+    lines = [f"FAILED {s}/{n}: {why}\n  what to do: {failed_advice(why, s)}" for s, n, why in failures]
+    return ["FAILED notebooks (no score, never 0)"] + lines if lines else []
+
+
+def format_report(rows: list[ExerciseRow]) -> str:
+    """The class summary, the per-exercise statistics, what to do about each FAILED notebook, the legend."""
+    if not rows:
+        return "No submissions graded yet (submitted/<student>/ch11/ is empty)."
+    parts = [class_summary(rows), exercise_statistics(rows), failed_notebooks(rows), LEGEND.splitlines()]
+    return "\n\n".join("\n".join(part) for part in parts if part)
