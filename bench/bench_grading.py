@@ -67,7 +67,8 @@ def make_course(notebooks: list[str] | None) -> Path:
     shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
     python = str(BIN / "python")
     _run([python, "-m", "lmpolicy_grader", "release"], root)
-    _run([python, "-m", "lmpolicy_grader", "examples"], root)
+    # the example submissions into this course's own submitted/ (`lmpolicy_grader examples` grades them apart)
+    _run([python, "-c", "from lmpolicy_grader.examples import place_examples; place_examples('.')"], root)
     return root
 
 

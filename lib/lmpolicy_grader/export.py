@@ -14,7 +14,7 @@ writes the same columns and two more:
 A notebook is FAILED when the last grading (``grading_status.json``, written by ``python -m lmpolicy_grader
 grade``) failed it, or when it exists in ``submitted/`` but the gradebook has no submission for it (stock
 ``nbgrader autograde`` gave up). A FAILED row's score is the score of its other notebooks so far: the
-failed one adds nothing, and no 0 stands in for it. Such students get a row even when the gradebook has
+failed one adds nothing, and no 0 stands in for it; empty when no notebook was graded. Such students get a row even when the gradebook has
 never heard of them, which stock nbgrader leaves out. nbgrader_config.py makes it the default
 exporter; it writes ``nbgrader_export.csv`` unless ``--to`` says otherwise (``grades.csv`` is the
 per-exercise table of ``python -m lmpolicy_grader``).
@@ -89,8 +89,8 @@ class StatusCsvExportPlugin(CsvExportPlugin):
             row["problems"] = "; ".join(f"{notebook}: {reason} (what to do: {failed_advice(reason, student)})"
                                         for notebook, reason in summary.failed.items())
             row.setdefault("max_score", f"{summary.max_score:g}")
-            if summary.failed:  # the other notebooks' score so far: the failed one adds nothing, not a 0
-                row["raw_score"] = row["score"] = f"{summary.score:g}"
+            if summary.failed:  # the other notebooks' score so far (the failed one adds nothing, not a 0); none if
+                row["raw_score"] = row["score"] = f"{summary.score:g}" if summary.graded else ""  # none was graded
                 self.log.warning("%s / %s FAILED: %s", student, assignment, row["problems"])
             elif summary.status != Status.COMPLETE:
                 self.log.warning("%s / %s is not final: %s", student, assignment, row["open"] or summary.status)

@@ -105,7 +105,7 @@ def _graded_rows(outcome: Outcome, grades, maxima) -> list[ExerciseRow]:
 
 def failed_advice(reason: str, student: str) -> str:
     """What the instructor can do about a notebook that FAILED for ``reason`` (the words of the grader)."""
-    rerun = f"python -m lmpolicy_grader grade --no-release --student {student}"
+    rerun = f"`python -m lmpolicy_grader grade --no-release --student {student}`"
     if reason.startswith("invalid notebook"):
         return ("the file is not a readable notebook, so it never reached the gradebook and formgrader cannot open "
                 "it: repair it in submitted/ (or ask for a resubmission), then re-run " + rerun)
@@ -133,6 +133,7 @@ class StudentSummary:
     waiting: int            # answers that wait for a grader
     missing: list[str]      # notebooks not submitted
     failed: dict[str, str]  # notebook -> reason
+    graded: list[str]       # notebooks graded (neither FAILED nor missing)
 
     def open(self, reasons: bool = True) -> str:
         """What is still open, in words (empty when complete); ``reasons=False``: failed notebooks by name only."""
@@ -155,6 +156,7 @@ def student_summaries(rows: list[ExerciseRow]) -> dict[str, StudentSummary]:
             notebooks[row.notebook].add(row.status)
         missing = [n for n, statuses in notebooks.items() if statuses == {Status.MISSING}]
         failed = {r.notebook: r.reason for r in mine if r.status == Status.FAILED}
+        graded = [n for n in notebooks if n not in failed and n not in missing]
         waiting = sum(r.waiting for r in mine)
         if len(missing) == len(notebooks):
             status = Status.MISSING
@@ -167,7 +169,7 @@ def student_summaries(rows: list[ExerciseRow]) -> dict[str, StudentSummary]:
         else:
             status = Status.COMPLETE
         summaries[student] = StudentSummary(student, sum(r.score for r in mine if r.score is not None),
-                                            sum(r.max_score for r in mine), status, waiting, missing, failed)
+                                            sum(r.max_score for r in mine), status, waiting, missing, failed, graded)
     return summaries
 
 
@@ -199,10 +201,10 @@ How to read this report
   grades.csv     one row per student and exercise: score (empty when there is none), status, reason"""
 
 
-def _table(header: list[str], lines: list[list[str]], left: int = 1) -> list[str]:
-    """Columns as wide as their widest entry; the first ``left`` columns left-aligned, the rest right."""
+def _table(header: list[str], lines: list[list], numbers: range) -> list[str]:
+    """Columns as wide as their widest entry; the columns in ``numbers`` right-aligned, the others left."""
     widths = [max(len(str(x)) for x in column) for column in zip(header, *lines)]
-    return ["  ".join(str(x).ljust(w) if i < left else str(x).rjust(w) for i, (x, w) in enumerate(zip(line, widths)))
+    return ["  ".join(str(x).rjust(w) if i in numbers else str(x).ljust(w) for i, (x, w) in enumerate(zip(line, widths)))
             .rstrip() for line in [header, *lines]]
 
 
@@ -215,7 +217,7 @@ def class_summary(rows: list[ExerciseRow]) -> list[str]:
         counts[summary.status] += 1
     total = ", ".join(f"{n} {status}" for status, n in counts.items())
     return [f"Class summary ({len(summaries)} students: {total})"] + _table(
-        ["student", "score so far", "of", "status", "open"], lines, left=1)
+        ["student", "score so far", "of", "status", "open"], lines, numbers=range(1, 3))
 
 
 def exercise_statistics(rows: list[ExerciseRow]) -> list[str]:
@@ -231,7 +233,7 @@ def exercise_statistics(rows: list[ExerciseRow]) -> list[str]:
                       sum(r.status == Status.PENDING for r in mine), sum(r.status == Status.FAILED for r in mine),
                       sum(r.status == Status.MISSING for r in mine)])
     return ["Per exercise"] + _table(["exercise", "points", "graded", "mean", "full marks", "pending", "FAILED",
-                                      "not submitted"], lines)
+                                      "not submitted"], lines, numbers=range(1, 8))
 
 
 def failed_notebooks(rows: list[ExerciseRow]) -> list[str]:
