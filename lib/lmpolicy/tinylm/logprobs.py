@@ -34,6 +34,10 @@ def response_logprobs(logits: torch.Tensor, ids: torch.Tensor, prompt_len: int) 
     # prompt's columns then cost nothing in backward (the log-softmax keeps its (B, R, V) output, not
     # (B, L, V)), and a prompt column whose logits are all -inf (left padding) cannot send NaN into the
     # gradient: its log-softmax, never computed, cannot be NaN.
+    # log_softmax then gather, rather than chosen logit minus logsumexp (TRL's float32 route): it rounds
+    # exactly as the full-width log-softmax did, so seeded runs are unchanged bit for bit, and in
+    # bench/bench_logprobs.py its peak memory in backward is the lower of the two (logsumexp's backward
+    # rebuilds a (B, R, V) softmax anyway).
     predicting = logits[:, prompt_len - 1 : -1]  # column t predicts token t + 1
     if predicting.dtype in (torch.float16, torch.bfloat16):
         predicting = predicting.float()
