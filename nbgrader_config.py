@@ -64,8 +64,9 @@ c.RestoreDeletedCells.course_root = str(COURSE_ROOT)
 # are the defaults of GradingExecute and GradingKernelManager in lib/lmpolicy_grader, where their help
 # says why; set them here only to change them. Notebook 08 trains for longer than the defaults allow:
 # The bubblewrap sandbox of the grading kernel (lib/lmpolicy_grader/sandbox.py, docs/instructors.md)
-# is opt-in for now: `python -m lmpolicy_grader grade --sandbox on`, or set this to True.
-c.GradingKernelManager.sandbox = False
+# is on: a submission sees only its own notebook's folder. `python -m lmpolicy_grader grade --sandbox off`
+# grades without it for one run; where it cannot be made, grading stops and says how to enable it.
+c.GradingKernelManager.sandbox = True
 c.GradingExecute.cell_timeouts = {"08_tinylm_reinforce": 120}
 c.GradingExecute.notebook_budgets = {"08_tinylm_reinforce": 360}
 c.LimitOutput.max_lines = 200

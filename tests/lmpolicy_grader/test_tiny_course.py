@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from lmpolicy_grader.__main__ import report
+from lmpolicy_grader.__main__ import release, report
 from lmpolicy_grader.grading import grade_class, load_config, load_outcomes
 from lmpolicy_grader.report import exercise_rows
 from lmpolicy_grader.status import Status
@@ -162,3 +162,16 @@ def test_nbgrader_export_marks_failed_submissions_instead_of_scoring_them_zero(t
     # its written answer (ex3) waits for a grader, so the row is not final
     assert records["reference"]["status"] == Status.PENDING_GRADING and records["reference"]["problems"] == ""
     assert "FAILED" in done.stderr  # the instructor is told on the console too
+
+
+def test_unsandboxed_a_killed_worker_fails_its_notebook_and_the_class_is_still_graded(tmp_path):
+    """Without the sandbox a submission can kill the grader's worker: that notebook is FAILED, the rest graded."""
+    root = tiny_course.make_course(tmp_path)
+    release(root)
+    tiny_course.submit(root, "kills_the_grader", tiny_course._with(tiny_course.KILLS_THE_GRADER))
+    tiny_course.submit(root, "reference", tiny_course.source_notebook())
+    outcomes = {o.student: o for o in grade_class(root, workers=1, log=lambda _: None, sandbox=False)}
+    assert outcomes["kills_the_grader"].status == Status.FAILED
+    assert "worker process died" in outcomes["kills_the_grader"].reason
+    assert outcomes["reference"].status == Status.GRADED
+    assert {ex: _rows(root, "reference")[ex].score for ex in ("ex1", "ex2")} == {"ex1": 2, "ex2": 3}
