@@ -216,6 +216,8 @@ def plot_over_updates(histories: dict[str, History], beta: float):
         right.plot(h.updates, h.kl, marker=".", color=COLORS[placement], label=placement)
     left.set(xlabel="update", ylabel="expected verifier reward (held-out)", title=f"reward, beta = {beta:g}")
     right.set(xlabel="update", ylabel="KL(pi || pi_ref) per answer (nats)", title="exact KL from the reference")
+    right.set_yscale("symlog", linthresh=0.1)  # linear below 0.1 nats, logarithmic above: a collapse and a leash
+    right.set_ylim(bottom=0)
     left.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -233,6 +235,8 @@ def plot_reward_kl_plane(histories: dict[str, History], beta: float):
     ax.plot(first.kl[0], first.sampled[0], marker="*", markersize=12, color="black", label="checkpoint")
     ax.set(xlabel="KL(pi || pi_ref) per answer (nats)", ylabel="expected verifier reward (held-out)",
            title=f"the reward-KL plane, beta = {beta:g}")
+    ax.set_xscale("symlog", linthresh=0.1)  # linear below 0.1 nats, logarithmic above
+    ax.set_xlim(left=0)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
