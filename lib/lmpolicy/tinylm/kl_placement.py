@@ -206,6 +206,22 @@ COLORS = {"k1-reward": "tab:blue", "k1-loss": "tab:gray", "k2-loss": "tab:green"
           "k3-reward": "tab:red"}
 
 
+KL_TICKS = (0, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50)
+
+
+def kl_axis(ax, which: str, largest: float) -> None:
+    """Make ``ax``'s ``which`` ("x" or "y") axis show a tight leash (hundredths of a nat) and a collapse (nats)
+    on one plot: linear up to 0.1 nats, logarithmic above, every tick labelled (symlog labels only decades)."""
+    from matplotlib.ticker import NullLocator
+
+    top = max(largest, 0.1)
+    ticks = [t for t in KL_TICKS if t <= top * 1.5]
+    getattr(ax, f"set_{which}scale")("symlog", linthresh=0.1, linscale=2)
+    getattr(ax, f"set_{which}ticks")(ticks, labels=[f"{t:g}" for t in ticks])
+    getattr(ax, f"{which}axis").set_minor_locator(NullLocator())
+    getattr(ax, f"set_{which}lim")(0, top * 1.3)
+
+
 def plot_over_updates(histories: dict[str, History], beta: float):
     """Left: the exact expected verifier reward (held-out, T = 1) over updates; right: the exact KL."""
     import matplotlib.pyplot as plt
@@ -216,8 +232,7 @@ def plot_over_updates(histories: dict[str, History], beta: float):
         right.plot(h.updates, h.kl, marker=".", color=COLORS[placement], label=placement)
     left.set(xlabel="update", ylabel="expected verifier reward (held-out)", title=f"reward, beta = {beta:g}")
     right.set(xlabel="update", ylabel="KL(pi || pi_ref) per answer (nats)", title="exact KL from the reference")
-    right.set_yscale("symlog", linthresh=0.1)  # linear below 0.1 nats, logarithmic above: a collapse and a leash
-    right.set_ylim(bottom=0)
+    kl_axis(right, "y", max(max(h.kl) for h in histories.values()))
     left.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -235,8 +250,7 @@ def plot_reward_kl_plane(histories: dict[str, History], beta: float):
     ax.plot(first.kl[0], first.sampled[0], marker="*", markersize=12, color="black", label="checkpoint")
     ax.set(xlabel="KL(pi || pi_ref) per answer (nats)", ylabel="expected verifier reward (held-out)",
            title=f"the reward-KL plane, beta = {beta:g}")
-    ax.set_xscale("symlog", linthresh=0.1)  # linear below 0.1 nats, logarithmic above
-    ax.set_xlim(left=0)
+    kl_axis(ax, "x", max(max(h.kl) for h in histories.values()))
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
