@@ -122,3 +122,20 @@ def test_the_command_line_writes_the_figures(tmp_path, capsys):
     assert list(numbers["runs"]) == ["k1-reward", "k3-reward"]
     assert numbers["runs"]["k3-reward"]["updates"] == [0, 1, 2]
     assert "k3-reward" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_full_run_shows_what_the_notebook_and_readme_say():
+    """The notebook's full run (about two minutes): the claims its prose and the README make, read off the runs."""
+    from lmpolicy.tinylm.kl_placement import run_placements
+
+    runs = run_placements(KLPlacementSettings(), progress=False)
+    start_reward = runs["k1-reward"].sampled[0]
+    assert f"{start_reward:.2f}" == "0.57"  # "climbs from the checkpoint's 0.57"
+    leashed = ("k1-reward", "k2-loss", "k3-loss")
+    for p in leashed:  # stable: the reward climbs and the KL stays around a tenth of a nat
+        assert runs[p].sampled[-1] > start_reward + 0.05 and runs[p].kl[-1] < 0.15
+    largest_leashed = max(runs[p].kl[-1] for p in leashed)
+    assert runs["k1-loss"].kl[-1] > 3 * largest_leashed  # no leash: several times the leashed runs' KL
+    assert runs["k1-loss"].sampled[-1] < runs["k1-reward"].sampled[-1]
+    assert runs["k3-reward"].kl[-1] > 2 and runs["k3-reward"].sampled[-1] < start_reward / 2  # the collapse
