@@ -7,12 +7,16 @@ They live in a course of their own, ``examples-course/`` inside the course folde
 Example students left in a real class by an older version are removed with ``remove_from_class``
 (``python -m lmpolicy_grader examples --remove-from-class``), through nbgrader's ``db student remove``.
 
-- ``reference``: the source notebooks (solutions in place): full marks on every autograded part.
+- ``reference``: the release with the source's solutions in the answer cells (as a student who solved
+  everything hands it in: no solution markers, no hidden tests): full marks on every autograded part,
+  and a good answer, in a student's words, in every written cell (``lmpolicy_grader.written_answers``).
 - ``blank``: the release as a student receives it: zero on every autograded part.
 - ``mistakes``, ``mistakes-2``, ...: the reference with the typical wrong answers of
   ``lmpolicy_grader.wrong_answers`` put into the answer cells, at most one per exercise and
   submission, so each exercise with a wrong answer loses its points and no other exercise does
   (``mistakes`` holds every notebook; ``mistakes-2`` ... only the notebooks their answers touch).
+  Their written cells hold the partial answers (``mistakes``) or the wrong ones (``mistakes-2`` ...),
+  so grading them by hand in formgrader means reading answers of three qualities.
 """
 from __future__ import annotations
 
@@ -27,10 +31,16 @@ from pathlib import Path
 import nbformat
 
 from lmpolicy_grader.grading import ASSIGNMENT, STATUS_FILE, load_outcomes_raw, submitted_students
+from lmpolicy_grader.written_answers import QUALITIES, WRITTEN_ANSWERS
 from lmpolicy_grader.wrong_answers import WRONG_ANSWERS
 
 EXAMPLES_COURSE = "examples-course"
 _EXAMPLE_ID = re.compile(r"(reference|blank|mistakes(-\d+)?)")
+# A written cell of a course other than ch11 (the tests' tiny course) has no example answers: it gets this
+# text, never the mark scheme. tests/lmpolicy_grader/test_examples.py checks that every ch11 cell has them.
+NO_EXAMPLE_ANSWER = "(An example student's answer: lmpolicy_grader.written_answers has none for this question.)"
+# nbgrader's default solution delimiters (ClearSolutions.begin_solution_delimeter, end_...), on a line of their own
+_SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
 
 # The example course's nbgrader_config.py: the real course's settings, re-rooted in its own folder.
 _EXAMPLES_CONFIG = """\
@@ -79,15 +89,47 @@ def with_answers(notebook: nbformat.NotebookNode, answers: list) -> nbformat.Not
     return notebook
 
 
+def as_handed_in(source: nbformat.NotebookNode, release: nbformat.NotebookNode,
+                 written: dict[str, str]) -> nbformat.NotebookNode:
+    """``source`` as a student who solved every exercise hands it in: solution code without nbgrader's
+    markers, locked and test cells as the release has them (no hidden tests), and in each manually graded
+    Markdown cell the text ``written`` gives for its grade id."""
+    released = {c.metadata["nbgrader"]["grade_id"]: c.source for c in release.cells
+                if "grade_id" in c.metadata.get("nbgrader", {})}
+    notebook = nbformat.from_dict(source)
+    for cell in notebook.cells:
+        nbgrader = cell.metadata.get("nbgrader", {})
+        grade_id = nbgrader.get("grade_id")
+        if grade_id is None:
+            continue
+        if not nbgrader.get("solution"):
+            if grade_id not in released:
+                raise ValueError(f"cell {grade_id!r} of the source is missing from the release: run `make release`")
+            cell.source = released[grade_id]
+        elif cell.cell_type == "markdown":
+            cell.source = written.get(grade_id, NO_EXAMPLE_ANSWER)
+        else:
+            cell.source = _SOLUTION_MARKER.sub("", cell.source)
+    return notebook
+
+
+def written_answers(notebook: str, quality: str) -> dict[str, str]:
+    """The example written answers of ``quality`` ("good", "partial", "wrong") for ``notebook``, by grade id."""
+    if quality not in QUALITIES:
+        raise ValueError(f"quality must be one of {QUALITIES}, not {quality!r}")
+    return {a.cell: getattr(a, quality) for a in WRITTEN_ANSWERS if a.notebook == notebook}
+
+
 def place_examples(course_root: Path, assignment: str = ASSIGNMENT) -> list[str]:
     """Write the example submissions into submitted/<student>/<assignment>/; returns the student ids."""
     course_root = Path(course_root)
     source, release = course_root / "source" / assignment, course_root / "release" / assignment
-    notebooks = {p.stem: nbformat.read(p, as_version=4) for p in sorted(source.glob("*.ipynb"))}
-    students = {"reference": {}, "blank": {}}
-    for name, notebook in notebooks.items():
-        students["reference"][name] = notebook
-        students["blank"][name] = nbformat.read(release / f"{name}.ipynb", as_version=4)
+    sources = {p.stem: nbformat.read(p, as_version=4) for p in sorted(source.glob("*.ipynb"))}
+    releases = {name: nbformat.read(release / f"{name}.ipynb", as_version=4) for name in sources}
+    handed_in = {quality: {name: as_handed_in(sources[name], releases[name], written_answers(name, quality))
+                           for name in sources} for quality in QUALITIES}
+    notebooks = handed_in["good"]
+    students = {"reference": notebooks, "blank": releases}
     wrong_answers = [a for a in WRONG_ANSWERS if a.notebook in notebooks]
     for number, round_ in enumerate(mistake_rounds(wrong_answers), start=1):
         student = "mistakes" if number == 1 else f"mistakes-{number}"
@@ -95,7 +137,8 @@ def place_examples(course_root: Path, assignment: str = ASSIGNMENT) -> list[str]
         for answer in round_:
             per_notebook[answer.notebook].append(answer)
         names = notebooks if number == 1 else per_notebook  # later rounds: only the notebooks they touch
-        students[student] = {name: with_answers(notebooks[name], per_notebook[name]) for name in names
+        written = handed_in["partial" if number == 1 else "wrong"]
+        students[student] = {name: with_answers(written[name], per_notebook[name]) for name in names
                              if name in notebooks}
     for student, submission in students.items():
         folder = course_root / "submitted" / student / assignment
