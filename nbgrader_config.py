@@ -15,6 +15,9 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
                                     GetGrades, IgnorePattern, LimitOutput, OverwriteCells, OverwriteKernelspec,
                                     SaveAutoGrades)
 
+import jupyter_server_mathjax
+import lmpolicy_grader
+import nbgrader
 from lmpolicy_grader.export import StatusCsvExportPlugin
 from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells)
@@ -78,4 +81,16 @@ c.ExportApp.plugin_class = StatusCsvExportPlugin
 # --- feedback: no hidden tests, no hidden assertion lines in tracebacks; an answer not graded yet
 # reads "not graded yet", not 0 (the filters let the feedback template print that text)
 c.GenerateFeedback.preprocessors = [GetGrades, ShowPendingGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
-c.HTMLExporter.filters = PENDING_AWARE_FILTERS
+
+# --- feedback formulas without internet: nbgrader's feedback template loads MathJax from a CDN, so a class on a
+# closed network saw raw LaTeX. lib/lmpolicy_grader/templates/feedback/mathjax.html.j2 loads instead the MathJax 2.7
+# of the pinned package jupyter-server-mathjax (from its folder when the file is opened from disk, from the Jupyter
+# server's /static/jupyter_server_mathjax/ when served); these two filters tell it where the files are.
+MATHJAX_JS = Path(jupyter_server_mathjax.__file__).resolve().parent / "static" / "MathJax.js"
+c.HTMLExporter.filters = {**PENDING_AWARE_FILTERS,
+                          "offline_mathjax_file": lambda _: MATHJAX_JS.as_uri(),
+                          "offline_mathjax_query": lambda _: "?config=TeX-AMS-MML_HTMLorMML-full,Safe"}  # what the package ships
+c.HTMLExporter.extra_template_basedirs = [
+    str(Path(lmpolicy_grader.__file__).resolve().parent / "templates"),  # first: its mathjax.html.j2 wins
+    str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"),
+]
