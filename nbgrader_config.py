@@ -42,6 +42,17 @@ c.CourseDirectory.root = str(COURSE_ROOT)
 # graders, point this at PostgreSQL instead (docs/instructors.md)
 c.CourseDirectory.db_url = f"sqlite:///{COURSE_ROOT / 'gradebook.db'}"
 
+# --- the exchange (release_assignment, fetch, submit, collect). On one machine: a folder of the course, made
+# here and ignored by git, so nbgrader and formgrader no longer look for (and warn about) the missing default
+# /usr/local/share/nbgrader/exchange. On a JupyterHub every user's nbgrader must see one shared folder: the
+# admin makes /srv/nbgrader/exchange (docs/instructors.md) and, once it exists, this course uses it.
+SHARED_EXCHANGE = Path("/srv/nbgrader/exchange")
+if SHARED_EXCHANGE.is_dir():
+    c.Exchange.root = str(SHARED_EXCHANGE)
+else:
+    c.Exchange.root = str(COURSE_ROOT / "exchange")
+    (COURSE_ROOT / "exchange").mkdir(exist_ok=True)
+
 # --- autograding: sanitize, then execute in the limited kernel ---------------------------------
 c.Autograde.sanitize_preprocessors = [
     ClearOutput,
