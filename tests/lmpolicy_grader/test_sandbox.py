@@ -7,6 +7,7 @@ in it; the last ones grade a tiny course end to end.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import shutil
@@ -70,7 +71,10 @@ def run_in_kernel(folder: Path, code: str, sandbox: bool = True, **traits) -> di
         assert manager._sandbox is None, "the sandbox's private folder outlived its kernel"
         text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
         return json.loads(text.strip().splitlines()[-1])
-    return asyncio.run(run())
+    # in a thread with its own event loop: a browser test earlier on this worker leaves Playwright's loop
+    # running in the main thread, where asyncio.run() refuses to start
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, run()).result()
 
 
 def test_the_course_is_out_of_sight(course, repo_root, monkeypatch):
