@@ -1,4 +1,7 @@
-"""Feedback formulas render without internet: the feedback HTML loads the installed MathJax, never a CDN's."""
+"""Feedback formulas render without internet: the feedback HTML loads the installed MathJax, never a CDN's.
+
+The browser half (the formulas typeset with the network off) is tests/browser/test_feedback_offline.py.
+"""
 from __future__ import annotations
 
 import re
@@ -15,15 +18,15 @@ from . import tiny_course
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = Path("/usr/bin/chromium")
-# as tests/browser/conftest.py launches it: no background connections on a closed network
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 WRITTEN = r"Because $x^2 = x \cdot x$ and $$\frac{d}{dx} x^2 = 2x,$$ a product of two numbers of the same sign."
 
 
 @pytest.fixture(scope="module")
 def feedback(tmp_path_factory) -> Path:
+    return grade_written_answer(tmp_path_factory)
+
+
+def grade_written_answer(tmp_path_factory) -> Path:
     """The feedback HTML of one tiny-course student whose written answer holds formulas."""
     root = tiny_course.make_course(tmp_path_factory.mktemp("feedback-offline"))
     release(root)
@@ -42,25 +45,3 @@ def test_feedback_loads_mathjax_from_the_installed_package_not_a_cdn(feedback):
     script = Path(url2pathname(urlparse(file_urls[0]).path))
     assert script.is_file() and "MathJax" in script.read_text()[:2000]
     assert (script.parent / "config" / "TeX-AMS-MML_HTMLorMML-full.js").is_file()  # the configuration it asks for
-
-
-def test_a_formula_in_the_feedback_renders_with_the_network_off(feedback):
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium is not installed at {CHROMIUM}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(offline=True)
-            blocked = []
-            context.route(re.compile(r"^https?://"), lambda route: (blocked.append(route.request.url), route.abort()))
-            page = context.new_page()
-            page.goto(feedback.as_uri())
-            page.wait_for_selector("span.MathJax", timeout=60_000)  # MathJax typeset a formula
-            rendered = page.locator("span.MathJax").count()
-            raw = page.evaluate("document.body.innerText.includes('\\\\frac')")
-        finally:
-            browser.close()
-    assert (rendered, raw) == (2, False)  # both formulas of WRITTEN typeset, no raw LaTeX left
-    assert not any("mathjax" in url.lower() for url in blocked), blocked
