@@ -33,16 +33,14 @@ from pathlib import Path
 
 import torch
 
-from lmpolicy.tinylm.generate import generate
 from lmpolicy.tinylm.logprobs import sequence_logprob
 from lmpolicy.tinylm.model import TinyLM
 from lmpolicy.tinylm.problems import training_problems
-from lmpolicy.tinylm.reinforce import (DistinctAnswers, PromptPicker, Recipe, answers_to_learn_from,
-                                       clipped_policy_steps, leave_one_out_baseline, policy_gradient_loss,
-                                       reinforce_advantages, shared_prompt_logprobs)
-from lmpolicy.tinylm.rewards import verifier_reward
+from lmpolicy.tinylm.reinforce import (PromptPicker, Recipe, clipped_policy_steps, leave_one_out_baseline,
+                                       policy_gradient_loss, reinforce_advantages, sample_and_verify,
+                                       shared_prompt_logprobs)
 from lmpolicy.tinylm.runs import History, RunResult, run_with_budget, start_run, warm_up_learning_rate
-from lmpolicy.tinylm.tokenizer import PROMPT_LEN, encode_prompts
+from lmpolicy.tinylm.tokenizer import encode_prompts
 
 PLACEMENTS = ("k1-reward", "k1-loss", "k2-loss", "k3-loss", "k3-reward")
 """Every placement: estimator, then where it goes."""
@@ -145,28 +143,20 @@ def train_with_placement(settings: KLPlacementSettings, placement: str, model: T
     r = settings
     model, reference, optimizer, sampler = start_run(r, model)
     train_prompts = encode_prompts(training_problems())
-    P, K = r.prompts_per_update, r.samples_per_prompt
     picker = PromptPicker(len(train_prompts), sampler, prioritize=r.prioritize_prompts)
     history = History(label=placement)
     penalized_rewards = kl_in_reward(estimator) if where == "reward" else no_kl_in_reward
 
     def one_update(update: int) -> None:
         warm_up_learning_rate(optimizer, r.lr, r.warmup_updates, update)
-        chosen = picker.pick(P)
-        gen = generate(model, train_prompts[chosen], temperature=r.temperature, generator=sampler,
-                       samples_per_prompt=K)
-        rewards = verifier_reward(gen.ids[:, :PROMPT_LEN], gen.response_ids)
-        picker.record(chosen, rewards.view(P, K))
-        history.answers_sampled += len(rewards)
-        history.train_reward.append(rewards.mean().item())
-        keep = answers_to_learn_from(rewards, r)
-        if not keep.any():
+        sampled = sample_and_verify(model, train_prompts, picker, sampler, r, history)  # reinforce's steps 1-3
+        if sampled is None:
             return
-        batch = DistinctAnswers(gen.ids[keep])
+        rewards, keep, batch = sampled
         model.train()
-        token_logp = shared_prompt_logprobs(model, batch.ids)
+        token_logp = shared_prompt_logprobs(model, batch.ids, r.temperature)
         with torch.no_grad():
-            ref_logp = shared_prompt_logprobs(reference, batch.ids)
+            ref_logp = shared_prompt_logprobs(reference, batch.ids, r.temperature)
         s = batch.same
         advantages = reinforce_advantages(rewards[keep], token_logp[s], ref_logp[s], batch.mask[s], r,
                                           kl_penalized_rewards=penalized_rewards,

@@ -288,6 +288,29 @@ def clipped_policy_steps(model: TinyLM, optimizer: torch.optim.Optimizer, batch:
 # The training loop
 # ---------------------------------------------------------------------------------------------------
 
+def sample_and_verify(model: TinyLM, train_prompts: torch.Tensor, picker: PromptPicker, sampler: torch.Generator,
+                      r: Recipe, history: History):
+    """Steps 1-3 of an update: sample, verify, and keep the distinct answers worth a pass.
+
+    Returns ``(rewards, keep, batch)`` (all rewards, the mask of kept answers, the kept answers as
+    :class:`DistinctAnswers`), or None when no answer is worth a pass.
+    """
+    P, K = r.prompts_per_update, r.samples_per_prompt
+    # 1. P different problems, K answers to each
+    chosen = picker.pick(P)
+    gen = generate(model, train_prompts[chosen], temperature=r.temperature, generator=sampler, samples_per_prompt=K)
+    # 2. the verifier's rewards
+    rewards = verifier_reward(gen.ids[:, :PROMPT_LEN], gen.response_ids)
+    picker.record(chosen, rewards.view(P, K))
+    history.answers_sampled += len(rewards)
+    history.train_reward.append(rewards.mean().item())
+    # 3. the answers worth a pass, each distinct one through the model once
+    keep = answers_to_learn_from(rewards, r)
+    if not keep.any():
+        return None
+    return rewards, keep, DistinctAnswers(gen.ids[keep])
+
+
 def train(
     recipe: Recipe | None = None,
     model: TinyLM | None = None,
@@ -307,26 +330,15 @@ def train(
     r = recipe or Recipe()
     model, reference, optimizer, sampler = start_run(r, model)
     train_prompts = encode_prompts(training_problems())
-    P, K = r.prompts_per_update, r.samples_per_prompt
     picker = PromptPicker(len(train_prompts), sampler, prioritize=r.prioritize_prompts)
     history = History(label=label)
 
     def one_update(update: int) -> None:
         warm_up_learning_rate(optimizer, r.lr, r.warmup_updates, update)
-        # 1. P different problems, K answers to each
-        chosen = picker.pick(P)
-        gen = generate(model, train_prompts[chosen], temperature=r.temperature, generator=sampler,
-                       samples_per_prompt=K)
-        # 2. the verifier's rewards
-        rewards = verifier_reward(gen.ids[:, :PROMPT_LEN], gen.response_ids)
-        picker.record(chosen, rewards.view(P, K))
-        history.answers_sampled += len(rewards)
-        history.train_reward.append(rewards.mean().item())
-        # 3. the answers worth a pass, each distinct one through the model once
-        keep = answers_to_learn_from(rewards, r)
-        if not keep.any():
+        sampled = sample_and_verify(model, train_prompts, picker, sampler, r, history)  # steps 1-3
+        if sampled is None:
             return
-        batch = DistinctAnswers(gen.ids[keep])
+        rewards, keep, batch = sampled
         model.train()
         # the log-probs of the policy that was sampled: the model at the sampling temperature
         token_logp = shared_prompt_logprobs(model, batch.ids, r.temperature)
