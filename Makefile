@@ -4,8 +4,9 @@ VENV     := .venv
 BIN      := $(CURDIR)/$(VENV)/bin
 STAMP    := $(VENV)/.installed
 # Shells started from here (recipes, the terminals of `make lab`) find the venv's jupyter, nbgrader
-# and python first; Python processes of the grader need no help (nbgrader_config.py sees to alembic).
-export PATH := $(BIN):$(PATH)
+# and python first, and JupyterHub its proxy; Python processes of the grader need no help
+# (nbgrader_config.py sees to alembic).
+export PATH := $(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 export PYTHONHASHSEED := 0
 
 .PHONY: install lab work-copy instructor test test-fast grade release bench clean
@@ -14,9 +15,10 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): $(VENV)/bin/python requirements.txt pyproject.toml
+$(STAMP): $(VENV)/bin/python requirements.txt pyproject.toml package.json
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	npm install --no-audit --no-fund --loglevel=error   # JupyterHub's configurable-http-proxy (package.json)
 	touch $(STAMP)
 
 install: $(STAMP)
