@@ -39,14 +39,15 @@ c.CourseDirectory.root = str(COURSE_ROOT)
 # the one assignment, ch11, enters the gradebook when `generate_assignment ch11` runs (nbgrader 0.9
 # has no db_assignments option any more)
 # the gradebook is SQLite at the course root (nbgrader's embedded default); on JupyterHub with many
-# graders, point this at PostgreSQL instead (docs/instructors.md)
-c.CourseDirectory.db_url = f"sqlite:///{COURSE_ROOT / 'gradebook.db'}"
+# graders, LMPOLICY_GRADEBOOK_URL points it at PostgreSQL instead (docs/deployment.md)
+c.CourseDirectory.db_url = os.environ.get("LMPOLICY_GRADEBOOK_URL") or f"sqlite:///{COURSE_ROOT / 'gradebook.db'}"
 
 # --- the exchange (release_assignment, fetch, submit, collect). On one machine: a folder of the course, made
 # here and ignored by git, so nbgrader and formgrader no longer look for (and warn about) the missing default
 # /usr/local/share/nbgrader/exchange. On a JupyterHub every user's nbgrader must see one shared folder: the
 # admin makes /srv/nbgrader/exchange (docs/instructors.md) and, once it exists, this course uses it.
-SHARED_EXCHANGE = Path("/srv/nbgrader/exchange")
+# LMPOLICY_EXCHANGE names another shared folder (a hub whose exchange lives elsewhere, the deployment tests).
+SHARED_EXCHANGE = Path(os.environ.get("LMPOLICY_EXCHANGE") or "/srv/nbgrader/exchange")
 if SHARED_EXCHANGE.is_dir():
     c.Exchange.root = str(SHARED_EXCHANGE)
 else:
