@@ -11,7 +11,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from lmpolicy_grader.examples import mistake_rounds
-from lmpolicy_grader.grading import load_config, serialise_gradebook_sessions
+from lmpolicy_grader.gradebook import serialise_gradebook_sessions
+from lmpolicy_grader.grading import load_config
 from lmpolicy_grader.kernel import grading_kernel_spec, install_grading_kernel
 
 
