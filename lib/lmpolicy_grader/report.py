@@ -4,6 +4,13 @@ A notebook that could not be graded is FAILED with its reason and has no score (
 waiting for the instructor is "pending manual"; an exercise whose tests met a tampered notebook is
 "tampering" (score 0, reason given). ``grades.csv`` carries the same rows with a status column.
 
+A manual grade that a re-grade put back up for review is "pending manual" too, counted as ``recheck``: when
+nbgrader autogrades a notebook again (``SaveAutoGrades``), every cell that already has a manual score gets
+``needs_manual_grade`` set, since the gradebook keeps no copy of the answer that score was given for and so
+cannot tell whether it changed. The score stays (it counts in the score so far), formgrader highlights it with
+a "Resolve" button, and the report says "re-check in formgrader" for exactly those cells, so the report and
+formgrader never disagree about what is left to do.
+
 Per student, ``student_summaries`` says what is still open (the words of ``Status``: complete, pending
 manual grading, notebooks missing, FAILED); the printed report is a class summary (one line per
 student), per-exercise statistics (which exercises the class found hard) and, for every FAILED
@@ -32,6 +39,7 @@ class ExerciseRow:
     status: Status
     reason: str = ""
     waiting: int = 0      # answers of this exercise that wait for a grader (formgrader)
+    recheck: int = 0      # manual grades of this exercise that a re-grade flagged for review (formgrader's Resolve)
 
 
 def exercise_rows(course_root: Path, outcomes: list[Outcome], assignment: str = ASSIGNMENT,
@@ -71,6 +79,10 @@ def _rows_from(gradebook, outcomes: list[Outcome], assignment: str) -> list[Exer
     return rows
 
 
+RECHECK_REASON = ("re-check in formgrader: {n} manual grade(s) kept from before the re-grade "
+                  "(Resolve keeps the score, or change it)")
+
+
 def _graded_rows(outcome: Outcome, grades, maxima) -> list[ExerciseRow]:
     by_exercise = defaultdict(list)
     for grade in grades:
@@ -84,18 +96,21 @@ def _graded_rows(outcome: Outcome, grades, maxima) -> list[ExerciseRow]:
         exercise_grades = by_exercise[exercise]
         tampered = [i["message"] for i in notes[exercise] if i["kind"] == Incident.TAMPERING]
         waiting = [g for g in exercise_grades if g.needs_manual_grade and g.manual_score is None]
-        pending = bool(waiting)
-        reason = "; ".join(i["message"] for i in notes[exercise])
+        recheck = [g for g in exercise_grades if g.needs_manual_grade and g.manual_score is not None]
+        reasons = [i["message"] for i in notes[exercise]]
+        if recheck:
+            reasons.append(RECHECK_REASON.format(n=len(recheck)))
+        reason = "; ".join(reasons)
         if tampered:
             status, reason = Status.TAMPERING, tampered[0]
-        elif pending:
+        elif waiting or recheck:
             status = Status.PENDING
         else:
             status = Status.GRADED
         scored = [g.score for g in exercise_grades if g not in waiting]  # a manual score counts once given
         score = float(sum(x or 0.0 for x in scored)) if scored else None  # autograded parts, when pending
         rows.append(ExerciseRow(outcome.student, outcome.notebook, exercise, score, maximum, status, reason,
-                                len(waiting)))
+                                len(waiting), len(recheck)))
     return rows
 
 
@@ -131,6 +146,7 @@ class StudentSummary:
     max_score: float        # the whole assignment
     status: Status          # FAILED, NOTEBOOKS_MISSING, PENDING_GRADING, COMPLETE (worst first) or MISSING
     waiting: int            # answers that wait for a grader
+    recheck: int            # manual grades a re-grade flagged for review in formgrader (their scores count)
     missing: list[str]      # notebooks not submitted
     failed: dict[str, str]  # notebook -> reason
     graded: list[str]       # notebooks graded (neither FAILED nor missing)
@@ -142,6 +158,8 @@ class StudentSummary:
             parts.append(f"{len(self.missing)} notebook(s) missing: {', '.join(self.missing)}")
         if self.waiting:
             parts.append(f"{self.waiting} answer(s) to grade by hand")
+        if self.recheck:
+            parts.append(f"{self.recheck} manual grade(s) to re-check in formgrader")
         return "; ".join(parts)
 
 
@@ -157,19 +175,20 @@ def student_summaries(rows: list[ExerciseRow]) -> dict[str, StudentSummary]:
         missing = [n for n, statuses in notebooks.items() if statuses == {Status.MISSING}]
         failed = {r.notebook: r.reason for r in mine if r.status == Status.FAILED}
         graded = [n for n in notebooks if n not in failed and n not in missing]
-        waiting = sum(r.waiting for r in mine)
+        waiting, recheck = sum(r.waiting for r in mine), sum(r.recheck for r in mine)
         if len(missing) == len(notebooks):
             status = Status.MISSING
         elif failed:
             status = Status.FAILED
         elif missing:
             status = Status.NOTEBOOKS_MISSING
-        elif waiting:
+        elif waiting or recheck:
             status = Status.PENDING_GRADING
         else:
             status = Status.COMPLETE
         summaries[student] = StudentSummary(student, sum(r.score for r in mine if r.score is not None),
-                                            sum(r.max_score for r in mine), status, waiting, missing, failed, graded)
+                                            sum(r.max_score for r in mine), status, waiting, recheck, missing,
+                                            failed, graded)
     return summaries
 
 
@@ -195,10 +214,14 @@ How to read this report
   status         complete: everything graded | pending manual grading: answers wait for you in
                  formgrader | notebooks missing: some were not submitted (they score 0) | FAILED: a
                  notebook could not be graded (see the advice below) | missing: nothing submitted
+  open           what keeps a student from complete; "to re-check in formgrader": manual grades you gave
+                 before this grading, kept and counted, which nbgrader flags for review after every
+                 re-grade (open the answer in formgrader, then Resolve, or change the score)
   per exercise   graded: students whose exercise is fully scored (autograded, and marked where it has
                  written parts); mean and full marks over those; pending / FAILED / not submitted: how
                  many students are in each state; "-" where no student is graded yet
-  grades.csv     one row per student and exercise: score (empty when there is none), status, reason"""
+  grades.csv     one row per student and exercise: score (empty when there is none), status, reason,
+                 waiting (answers to grade by hand), recheck (manual grades to re-check)"""
 
 
 def _table(header: list[str], lines: list[list], numbers: range) -> list[str]:
