@@ -181,7 +181,7 @@ def reconnecting_gradebooks(reconnect_seconds: float | None = None):
         for attempt in range(3):
             try:
                 return original_init(self, *args, **kwargs)
-            except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+            except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError, nbgrader.api.InvalidEntry):
                 _close_quietly(self)
                 if attempt == 2:
                     raise
@@ -267,8 +267,9 @@ def _explain(parsed, error, waited: float | None = None) -> str:
     lowered = text.lower()
     user = parsed.username or "(none)"
     if "password authentication failed" in lowered or "no password supplied" in lowered:
-        return (f"the gradebook server {_where(parsed)} refused the password of role {user!r}: "
-                f"correct the password in the gradebook URL ({URL_VARIABLE})")
+        # PostgreSQL answers the same for a wrong password and a role it does not have (so as not to tell which)
+        return (f"the gradebook server {_where(parsed)} refused the password of role {user!r} (a wrong password, "
+                f"or no such role): correct the user and password in the gradebook URL ({URL_VARIABLE})")
     if re.search(r'role ".*" does not exist', lowered):
         return (f"the gradebook server {_where(parsed)} has no role {user!r}: create it (createuser --pwprompt "
                 f"{user}) or correct the user in the gradebook URL ({URL_VARIABLE})")
