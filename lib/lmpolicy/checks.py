@@ -89,6 +89,9 @@ class StudentCodeRaised(CheckFailed):
         cause = self.__cause__
         if cause is None:
             return []
+        remote = getattr(cause, "remote_frames", None)  # raised in the submission's process, under the grader
+        if isinstance(remote, list):
+            return remote[-MAX_STUDENT_FRAMES:]
         frames = [f for f in traceback.extract_tb(cause.__traceback__) if _is_students(f.filename)]
         return [_frame_line(frame) for frame in frames[-MAX_STUDENT_FRAMES:]]
 
@@ -490,6 +493,14 @@ def _block(fn):
     return lambda: setattr(module, fn.__name__, fn)
 
 
+_ACTIVE_BLOCKS: list[tuple] = []  # the library_functions of every no_library_shortcut now active
+
+
+def active_blocks() -> list:
+    """The library functions blocked right now (the grader sends them to the submission's process)."""
+    return [fn for group in _ACTIVE_BLOCKS for fn in group]
+
+
 @contextlib.contextmanager
 def no_library_shortcut(*library_functions):
     """While active, calling any of ``library_functions`` raises LibraryShortcutUsed.
@@ -501,10 +512,12 @@ def no_library_shortcut(*library_functions):
     implementation of the exercise earns nothing.
     """
     undos = []
+    _ACTIVE_BLOCKS.append(library_functions)
     try:
         for fn in library_functions:
             undos.append(_block(fn))
         yield
     finally:
+        _ACTIVE_BLOCKS.pop()
         for undo in reversed(undos):
             undo()

@@ -1,9 +1,13 @@
-"""The grading kernel: an IPython kernel under memory and CPU-time limits, one thread, tamper guard.
+"""The grading kernel (an IPython kernel under memory and CPU-time limits, one thread, in the
+sandbox) and the trusted test kernel beside it.
 
-Its command line is the stock ipykernel's wrapped in ``prlimit`` (util-linux):
+The grading kernel's command line is the stock ipykernel's wrapped in ``prlimit`` (util-linux):
 
     prlimit --as=<bytes> --cpu=<seconds> -- python -m ipykernel_launcher -f {connection_file}
-            --ext=lmpolicy_grader.guard
+            --ext=lmpolicy_grader.call_server [--ext=lmpolicy_grader.guard]
+
+``call_server`` answers the trusted tests' channel (registered before any submitted code runs);
+the in-process tamper guard is loaded only for a notebook whose tests still run in this kernel.
 
 ``--as`` caps the address space, so a memory bomb gets a MemoryError instead of taking the machine;
 ``--cpu`` kills a kernel that burns more CPU seconds than any honest notebook needs. BLAS, OpenMP
@@ -12,6 +16,10 @@ and torch get one thread each, so N parallel kernels use N cores and no more.
 GradingKernelManager runs that command in a sandbox (``sandbox.py``: no view of the course, no
 network, a process cap, bounded scratch space), talking to the kernel over ZMQ ipc sockets in the
 sandbox's private folder; ``sandbox = False`` turns it off.
+
+TrustedKernelManager starts the kernel that runs a notebook's test cells: a plain ipykernel of
+the grader's own Python, unsandboxed (it runs only the instructor's code), which reaches the
+submission only through the channel (``trusted_tests.py``).
 """
 from __future__ import annotations
 
@@ -36,15 +44,15 @@ DEFAULT_CPU_SECONDS = 600
 
 
 def grading_kernel_spec(memory_bytes: int = DEFAULT_MEMORY_BYTES, cpu_seconds: int = DEFAULT_CPU_SECONDS,
-                        python: str = sys.executable) -> dict:
+                        python: str = sys.executable, tamper_guard: bool = True) -> dict:
     """The kernel.json of the grading kernel, as a dict."""
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         raise RuntimeError("the grading kernel needs `prlimit` (Debian/Ubuntu package util-linux) on PATH")
     return {
         "argv": [prlimit, f"--as={memory_bytes}", f"--cpu={cpu_seconds}", "--",
-                 python, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--ext=lmpolicy_grader.guard",
-                 "--IPKernelApp.log_level=ERROR"],
+                 python, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--ext=lmpolicy_grader.call_server",
+                 *(["--ext=lmpolicy_grader.guard"] if tamper_guard else []), "--IPKernelApp.log_level=ERROR"],
         "display_name": "Python 3 (lmpolicy grader, limited)",
         "language": "python",
         "env": dict(ONE_THREAD, MPLBACKEND="Agg"),
@@ -70,13 +78,15 @@ class GradingKernelManager(AsyncKernelManager):
     max_processes = Int(DEFAULT_MAX_PROCESSES, help="processes and threads the sandboxed kernel may run").tag(config=True)
     scratch_bytes = Int(DEFAULT_SCRATCH_BYTES, help="size of the sandbox's /tmp and of its working folder, "
                                                     "each (bytes)").tag(config=True)
+    tamper_guard = Bool(True, help="load the in-process tamper guard (GradingExecute turns it off for a "
+                                   "notebook whose tests run in the trusted process)")
 
     _sandbox: Sandbox | None = None
 
     @property
     def kernel_spec(self):
         if self._kernel_spec is None:
-            spec = grading_kernel_spec(self.memory_bytes, self.cpu_seconds)
+            spec = grading_kernel_spec(self.memory_bytes, self.cpu_seconds, tamper_guard=self.tamper_guard)
             if self.sandbox:  # a signal would reach bwrap, not the kernel: interrupt over the control channel
                 spec["interrupt_mode"] = "message"
             self._kernel_spec = KernelSpec(resource_dir="", **spec)
@@ -116,3 +126,17 @@ class GradingKernelManager(AsyncKernelManager):
             self._sandbox = None
 
     cleanup_resources = _async_cleanup_resources
+
+
+class TrustedKernelManager(AsyncKernelManager):
+    """Starts the trusted test kernel: the grader's Python, one thread, no sandbox, no extension."""
+
+    @property
+    def kernel_spec(self):
+        if self._kernel_spec is None:
+            self._kernel_spec = KernelSpec(
+                resource_dir="", display_name="Python 3 (lmpolicy trusted tests)", language="python",
+                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                      "--IPKernelApp.log_level=ERROR", "--HistoryManager.hist_file=:memory:"],
+                env=dict(ONE_THREAD, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde"))
+        return self._kernel_spec

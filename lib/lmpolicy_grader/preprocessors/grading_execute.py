@@ -1,9 +1,18 @@
 """Autograding: stock ``Execute`` in the limited grading kernel, with the guards a class needs.
 
 On top of nbgrader's ``Execute``: a per-notebook cell timeout and wall-clock budget, a cap on output
-enforced while it streams, the tamper guard asked before each test cell, a clear reason when the
-kernel dies or stops responding, and, for a test cell that fails, the line of the cell that raised
-(``failed_line``, read by ``HideHiddenTests`` to tell a failing visible check from a hidden test).
+enforced while it streams, a clear reason when the kernel dies or stops responding, and, for a test
+cell that fails, the line of the cell that raised (``failed_line``, read by ``HideHiddenTests`` to
+tell a failing visible check from a hidden test).
+
+The test cells of a notebook in ``trusted_notebooks`` never reach the grading kernel: they run in a
+trusted kernel of their own (``kernel.TrustedKernelManager``), started beside the grading kernel,
+which also runs the locked set-up cells and reaches the submission's functions and values only
+through the channel (``trusted_tests.py``, answered by ``call_server.py`` in the grading kernel).
+Nothing the submission does in its own kernel (input or AST transformers, tracers, rebinding
+numpy, torch, builtins or the check helpers, fake output) is then in the tests' process. For the
+other notebooks the tests run in the grading kernel as before, with the tamper guard asked before
+each test cell.
 
 The limits are the defaults of the traits below; nbgrader_config.py sets only what differs per notebook.
 """
@@ -14,14 +23,15 @@ import json
 import time
 
 import nbformat
+from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from traitlets import Bool, Dict, Int, Integer
+from traitlets import Bool, Dict, Int, Integer, List, Unicode
 
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
 
 from lmpolicy.progress import exercise_key
-from lmpolicy_grader.kernel import GradingKernelManager
+from lmpolicy_grader.kernel import GradingKernelManager, TrustedKernelManager
 from lmpolicy_grader.preprocessors.incidents import GradingFailed, Incident, note
 
 # Where a failed test cell's metadata records the line (1-based, in the cell) that raised.
@@ -32,8 +42,21 @@ _FAILED_LINE_EXPRESSION = ("(lambda tb: tb.tb_next.tb_lineno if tb is not None a
                            "(getattr(__import__('sys'), 'last_traceback', None))")
 
 
+# The notebooks whose tests run in the trusted process (the others: in the grading kernel, guarded).
+TRUSTED_NOTEBOOKS = ["01_policy_softmax", "03_three_stages", "06_kl_estimators"]
+# Seconds a trusted test cell may take beyond the cell timeout its calls share (an interrupt's grace).
+TRUSTED_CELL_SLACK = 30
+
+
 def is_autograded_test(cell) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+def is_locked_setup(cell) -> bool:
+    """A locked code cell that is neither an answer nor a test: imports and data the tests may use."""
+    nbgrader = cell.metadata.get("nbgrader", {})
+    return (cell.cell_type == "code" and nbgrader.get("locked", False) and not utils.is_grade(cell)
+            and not utils.is_solution(cell))
 
 
 def failed_line(cell) -> int | None:
@@ -62,6 +85,12 @@ class GradingExecute(Execute):
     notebook_budgets = Dict({}, help="per-notebook wall-clock budget in seconds").tag(config=True)
     max_output_bytes = Int(100_000, help="output kept per cell; the rest is dropped while it streams").tag(config=True)
     probe_timeout = Int(10, help="seconds a kernel may take to answer after a timeout interrupt").tag(config=True)
+    tests_in_trusted_process = Bool(True, help="run the test cells of trusted_notebooks in a trusted kernel of "
+                                               "their own, which reaches the submission only through the "
+                                               "channel").tag(config=True)
+    trusted_notebooks = List(Unicode(), TRUSTED_NOTEBOOKS,
+                             help="notebooks whose test cells run in the trusted process (the others run them "
+                                  "in the grading kernel, with the tamper guard)").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", GradingKernelManager)
@@ -74,17 +103,33 @@ class GradingExecute(Execute):
         self._deadline = time.monotonic() + float(self._budget)
         self._tampered: dict[str, str] = {}
         self._output_bytes: dict[int, int] = {}
+        self._trusted = self.tests_in_trusted_process and self._notebook in self.trusted_notebooks
+        self._trusted_km = self._trusted_kc = None
+        self._channel_problem: str | None = None
         try:
+            if self._trusted:  # started now, it is ready by the first test cell
+                self._trusted_km = TrustedKernelManager()
+                run_sync(self._trusted_km.start_kernel)(cwd=resources.get("metadata", {}).get("path") or None)
             return super().preprocess(nb, resources, km)
         except GradingFailed as failure:
             note(Incident.FAILED, self._notebook, str(failure))
             raise
+        finally:
+            self._stop_trusted_kernel()
+
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        if isinstance(km, GradingKernelManager):
+            km.tamper_guard = not self._trusted
+        return km
 
     def preprocess_cell(self, cell, resources, index):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
         if cell.cell_type == "code" and time.monotonic() > self._deadline:
             raise GradingFailed("timeout", f"the notebook ran past its {self._budget} s budget (at {grade_id})")
-        if is_autograded_test(cell):
+        if self._trusted and is_autograded_test(cell):
+            return self._run_trusted_test(cell, resources, index, grade_id)
+        if not self._trusted and is_autograded_test(cell):
             reason = self._tamper_reason(cell, grade_id)
             if reason:
                 cell.outputs = [nbformat.v4.new_output("error", ename="TamperingDetected", evalue=reason,
@@ -103,7 +148,86 @@ class GradingExecute(Execute):
             self._probe(grade_id)
         elif errors and is_autograded_test(cell):
             self._record_failed_line(cell, grade_id)
+        if self._trusted and is_locked_setup(cell):
+            self._run_in_trusted_kernel(cell.source, grade_id)
         return cell, resources
+
+    # --- the trusted test kernel -------------------------------------------------------------------
+
+    def _trusted_client(self):
+        """The trusted kernel's client, connected to it and (through it) to the grading kernel."""
+        if self._trusted_kc is None:
+            self._trusted_kc = self._trusted_km.client()
+            self._trusted_kc.start_channels()
+            run_sync(self._trusted_kc.wait_for_ready)(timeout=self.startup_timeout)
+            info = self.km.get_connection_info(session=False)
+            info = {key: (value.decode() if isinstance(value, bytes) else value) for key, value in info.items()}
+            sources = [c.source for c in self.nb.cells if c.cell_type == "code" and not is_autograded_test(c)]
+            self._channel_problem = self._trusted_value(
+                f"__import__('lmpolicy_grader.trusted_tests', fromlist=['connect']).connect("
+                f"{info!r}, {sources!r}, {float(self.timeout)!r})", "the channel")
+        return self._trusted_kc
+
+    def _trusted_value(self, expression: str, what: str):
+        """``expression`` evaluated in the trusted kernel (a Python literal); GradingFailed if it raises."""
+        kc = self._trusted_kc
+        msg_id = kc.execute("", silent=True, store_history=False, user_expressions={"value": expression})
+        reply = self._trusted_reply(msg_id, self.timeout + TRUSTED_CELL_SLACK)
+        value = reply["content"].get("user_expressions", {}).get("value", {}) if reply else {}
+        if value.get("status") != "ok":
+            raise GradingFailed("trusted tests", f"the trusted test kernel could not set up {what} "
+                                f"({value.get('ename')}: {value.get('evalue')})")
+        return ast.literal_eval(value["data"]["text/plain"])
+
+    def _trusted_reply(self, msg_id: str, seconds: float):
+        saved = self.kc, self.km
+        self.kc, self.km = self._trusted_kc, self._trusted_km
+        try:
+            return self._reply(msg_id, int(seconds))
+        finally:
+            self.kc, self.km = saved
+
+    def _run_in_trusted_kernel(self, source: str, grade_id: str) -> None:
+        """A locked set-up cell, run in the trusted kernel too, so that the tests use trusted objects."""
+        kc = self._trusted_client()
+        reply = self._trusted_reply(kc.execute(source, silent=True, store_history=False), self.timeout)
+        if reply is None or reply["content"].get("status") != "ok":
+            error = reply["content"].get("evalue") if reply else "no reply"
+            raise GradingFailed("trusted tests", f"the set-up cell {grade_id} failed in the trusted test kernel ({error})")
+
+    def _run_trusted_test(self, cell, resources, index: int, grade_id: str):
+        """A test cell in the trusted kernel, with the submission's current names bound through the channel."""
+        self._trusted_client()
+        problem = self._channel_problem or self._trusted_value(
+            "__import__('lmpolicy_grader.trusted_tests', fromlist=['bind']).bind(get_ipython().user_ns)",
+            "the submission's names")
+        if problem:
+            cell.outputs = [nbformat.v4.new_output("error", ename="SubmissionUnreachable", evalue=problem,
+                                                   traceback=[f"SubmissionUnreachable: {problem}"])]
+            return cell, resources
+        saved = self.kc, self.km, self.timeout
+        self.kc, self.km, self.timeout = self._trusted_kc, self._trusted_km, self.timeout + TRUSTED_CELL_SLACK
+        try:
+            cell, resources = Execute.preprocess_cell(self, cell, resources, index)
+            if any(out.output_type == "error" for out in cell.get("outputs", [])):
+                self._record_failed_line(cell, grade_id)
+        except (DeadKernelError, CellTimeoutError) as error:
+            raise GradingFailed("trusted tests", f"the trusted test kernel failed at {grade_id} ({error})") from None
+        finally:
+            self.kc, self.km, self.timeout = saved
+        if not run_sync(self.km.is_alive)():
+            raise GradingFailed("kernel died", f"the kernel died while {grade_id} called into it "
+                                "(os._exit, a crash, or the memory/CPU limit)")
+        return cell, resources
+
+    def _stop_trusted_kernel(self) -> None:
+        if self._trusted_kc is not None:
+            self._trusted_kc.stop_channels()
+        if self._trusted_km is not None:
+            try:
+                run_sync(self._trusted_km.shutdown_kernel)(now=True)
+            finally:
+                self._trusted_km = self._trusted_kc = None
 
     def _record_failed_line(self, cell, grade_id: str) -> None:
         line, _ = self._kernel_value(_FAILED_LINE_EXPRESSION, grade_id)

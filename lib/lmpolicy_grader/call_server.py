@@ -1,0 +1,160 @@
+"""The grading kernel's side of the channel: answers the trusted tests' requests over a Jupyter comm.
+
+Loaded as an IPython extension when the grading kernel starts (before any submitted code runs),
+it registers the comm target ``lmpolicy_grader.calls``. The trusted test process opens one comm
+and sends requests, each a JSON header plus raw buffers in the form of ``channel.py``:
+
+- ``namespace``: the submission's names (skipping those the tests define themselves): a function
+  is announced by name, any other value is sent in the safe form (or said to be unreadable);
+- ``call``: call a function of the submission with arguments rebuilt from the safe form, while
+  the library functions the tests name are blocked; answer with the result and the arguments as
+  the call left them (or what it raised, with the submission's own frames);
+- ``vjp``: a vector-Jacobian product through the graph of an earlier call, for a check that
+  differentiates through the submission's function.
+
+Everything here runs inside the submission's process, which can change any of it: that can make
+the submission's own answers wrong or missing, never change how the trusted tests run or judge.
+"""
+from __future__ import annotations
+
+import builtins
+import importlib
+import sys
+import traceback
+import types
+from collections import OrderedDict
+
+import torch
+
+from lmpolicy_grader import channel
+
+TARGET = "lmpolicy_grader.calls"
+IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+MAX_FRAMES = 2
+KEPT_GRAPHS = 64  # calls whose autograd graph is kept for a later vjp
+
+
+def _resolve(module: str, qualname: str):
+    target = importlib.import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def same_code(a, b) -> bool:
+    """Two code objects that do the same thing (``f.__code__ = g.__code__``, or a ``replace()`` of it)."""
+    return isinstance(a, types.CodeType) and isinstance(b, types.CodeType) and (
+        a is b or (a.co_code == b.co_code and a.co_names == b.co_names and a.co_consts == b.co_consts))
+
+
+def copied_library_code(fn, blocked) -> str | None:
+    """The blocked library function whose code ``fn`` runs, if it runs one's."""
+    code = getattr(fn, "__code__", None)
+    for (module, qualname), target in blocked:
+        if same_code(code, getattr(target, "__code__", None)):
+            return f"{module}.{qualname}"
+    return None
+
+
+class CallServer:
+    """Answers one comm's requests against the shell's user namespace."""
+
+    def __init__(self, shell):
+        self.shell = shell
+        self.graphs: OrderedDict[int, tuple[list, list]] = OrderedDict()
+        self.calls = 0
+
+    def on_open(self, comm, _open_msg) -> None:
+        comm.on_msg(lambda msg: self.answer(comm, msg))
+
+    def answer(self, comm, msg) -> None:
+        data = msg["content"].get("data") or {}
+        encoder = channel.Encoder()
+        try:
+            reply = getattr(self, f"_op_{data.get('op')}")(data, channel.Decoder(msg.get("buffers") or []), encoder)
+        except BaseException as error:  # noqa: BLE001 - every failure becomes an answer
+            encoder = channel.Encoder()
+            reply = {"failed": f"{type(error).__name__}: {error}"[:500]}
+        comm.send({"id": data.get("id"), **reply}, buffers=encoder.buffers)
+
+    # --- operations ------------------------------------------------------------------------------
+
+    def _op_namespace(self, data, _decoder, encoder) -> dict:
+        skip = set(data.get("skip") or ())
+        names = {}
+        for name, value in list(self.shell.user_ns.items()):
+            if (name.startswith("_") or name in skip or name in IPYTHON_NAMES or hasattr(builtins, name)
+                    or isinstance(value, (types.ModuleType, type))):
+                continue
+            if callable(value):
+                names[name] = {"kind": "function"}
+                continue
+            try:
+                names[name] = {"kind": "value", "value": encoder.encode_one(value, name)}
+            except channel.NotEncodable as error:
+                names[name] = {"kind": "unreadable", "why": str(error)[:300]}
+        return {"names": names}
+
+    def _op_call(self, data, decoder, encoder) -> dict:
+        name = data.get("name")
+        fn = self.shell.user_ns.get(name)
+        if not callable(fn):
+            return {"missing": f"{name} is not a function in the submission's namespace"}
+        args, kwargs = decoder.decode(data["args"]), decoder.decode(data["kwargs"])
+        blocked = [((m, q), _resolve(m, q)) for m, q in data.get("blocked") or ()]
+        copied = copied_library_code(fn, blocked)
+        if copied:
+            return {"copied": copied}
+        inputs = [t for t in _tensors((args, kwargs)) if t.requires_grad]
+        from lmpolicy import checks
+        try:
+            with checks.no_library_shortcut(*(target for _, target in blocked)):
+                result = fn(*args, **kwargs)
+        except BaseException as error:  # noqa: BLE001 - the submission's exception, sent back as words
+            return {"raised": _describe(error)}
+        self.calls += 1
+        reply = {"result": encoder.encode(result, f"what {name}(...) returned"),
+                 "args": encoder.encode(args, "the arguments"), "kwargs": encoder.encode(kwargs, "the arguments")}
+        outputs = [t for t in _tensors(result) if t.requires_grad]
+        if inputs and outputs:
+            self.graphs[self.calls] = (inputs, outputs)
+            while len(self.graphs) > KEPT_GRAPHS:
+                self.graphs.popitem(last=False)
+            reply["graph"] = self.calls
+        return reply
+
+    def _op_vjp(self, data, decoder, encoder) -> dict:
+        inputs, outputs = self.graphs[data["graph"]]
+        grads = decoder.decode(data["grads"])
+        pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None]
+        found = torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs],
+                                    allow_unused=True, retain_graph=True)
+        return {"grads": encoder.encode(list(found), "the gradients")}
+
+
+def _tensors(value):
+    """The tensors in a value of the safe form, in a fixed order (depth first)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+def _describe(error: BaseException) -> dict:
+    from lmpolicy import checks
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if checks._is_students(f.filename)]
+    return {"type": type(error).__name__, "message": str(error)[:1000],
+            "shortcut": isinstance(error, checks.LibraryShortcutUsed),
+            "frames": [checks._frame_line(f) for f in frames[-MAX_FRAMES:]]}
+
+
+def load_ipython_extension(shell) -> None:
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None or not hasattr(kernel, "comm_manager"):
+        print("lmpolicy_grader.call_server: not in a Jupyter kernel, no channel", file=sys.stderr)
+        return
+    kernel.comm_manager.register_target(TARGET, CallServer(shell).on_open)
