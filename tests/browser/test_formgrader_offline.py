@@ -1,10 +1,15 @@
-"""Formgrader's grading page with the network off: a written answer's formulas are typeset by the installed MathJax.
+"""Formgrader's grading page with the network off: a written answer's formulas are typeset by the installed MathJax;
+and a manual grade typed into that page, then flagged by a re-grade, is what the report calls "re-check".
 
 The instructor's `make instructor` serves a graded tiny course kept under test-artifacts/ (the course must lie
 inside the server's root), which formgrader opens as nbgrader's "Formgrader (local)" command does
 (`/formgrader?path=<the course folder>`). Every request that does not go to the server is aborted, as on a
 closed network. The grading page of the one submission must show its written answer's formulas typeset by
 MathJax (loaded from jupyter-server-mathjax's /static/jupyter_server_mathjax/), with no LaTeX left raw.
+
+The second test grades that answer by hand on the same page, re-grades the class, and checks that formgrader
+(the highlighted score, the "Resolve" button) and the report ("re-check in formgrader") agree, before and after
+the grader clicks Resolve. It runs after the first (file order) and changes the course's grades.
 """
 from __future__ import annotations
 
@@ -16,7 +21,9 @@ import pytest
 from nbgrader.api import Gradebook
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.grading import grade_class, load_config
+from lmpolicy_grader.grading import grade_class, load_config, load_outcomes
+from lmpolicy_grader.report import exercise_rows, student_summaries
+from lmpolicy_grader.status import Status
 from tests.browser.conftest import ROOT, _serve
 from tests.lmpolicy_grader import tiny_course
 from tests.lmpolicy_grader.test_feedback_offline import WRITTEN
@@ -44,6 +51,9 @@ def instructor_server(tmp_path_factory):
     """A `make instructor` of this module's own: opening another course in formgrader changes the server's
     course (and formgrader keeps the gradebook it opened first), so no other test shares it."""
     yield from _serve("instructor", tmp_path_factory.mktemp("formgrader-offline-server"))
+
+
+MANUAL = "ex3__manual"
 
 
 def _submission_id(root) -> str:
@@ -84,3 +94,54 @@ def test_a_formula_in_formgrader_renders_with_the_network_off(chromium, graded_c
     assert "\\frac" not in text and "$x^2" not in text, "raw LaTeX left on the grading page"
     assert mathjax_loaded and all(p.startswith("/static/jupyter_server_mathjax/") for p in mathjax_loaded)
     assert blocked == [], "the grading page asked the outside network for something"
+
+
+def _ada(root):
+    """(the written exercise's report row, ada's summary) as the report reads them from the gradebook."""
+    rows = exercise_rows(root, load_outcomes(root))
+    return next(r for r in rows if r.exercise == "ex3"), student_summaries(rows)["ada"]
+
+
+def _saved(page, action) -> None:
+    """Do ``action`` on the grading page and wait until formgrader's grade API has stored the grade."""
+    with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT"
+                              and r.ok, timeout=30_000):
+        action()
+
+
+def test_a_manual_grade_flagged_by_a_regrade_reads_re_check_in_formgrader_and_the_report(
+        chromium, graded_course, instructor_server, artifacts_dir):
+    context = chromium.new_context(viewport={"width": 1200, "height": 1400})
+    try:
+        page = context.new_page()
+        page.goto(instructor_server.url(f"/formgrader?path={COURSE}"))
+        page.wait_for_url(re.compile(r"/formgrader/manage_assignments"), timeout=60_000)
+        grading_page = instructor_server.url(f"/formgrader/submissions/{_submission_id(graded_course)}/?index=0")
+        page.goto(grading_page)
+        score = page.locator(f"input.score#{MANUAL}")
+        panel = score.locator("xpath=ancestor::div[contains(@class, 'nbgrader_cell')]")
+        resolve = panel.locator("button.mark-graded")
+        page.wait_for_function("window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0", timeout=60_000)
+        assert "needs_manual_grade" in score.get_attribute("class")  # not graded yet: highlighted
+        assert _ada(graded_course)[0].status == Status.PENDING
+
+        _saved(page, lambda: (score.fill("1.5"), score.press("Tab")))  # the grader types a score
+        assert "needs_manual_grade" not in score.get_attribute("class")
+        row, summary = _ada(graded_course)
+        assert (row.status, row.score, summary.status) == (Status.GRADED, 1.5, Status.COMPLETE)
+
+        grade_class(graded_course, workers=1, log=lambda _: None)  # the class graded again, same submission
+        page.goto(grading_page)
+        resolve.wait_for(state="visible", timeout=30_000)  # formgrader: kept score, flagged, "Resolve"
+        assert score.input_value() == "1.5" and "needs_manual_grade" in score.get_attribute("class")
+        panel.screenshot(path=str(artifacts_dir / "formgrader-recheck.png"))
+        row, summary = _ada(graded_course)
+        assert (row.status, row.score, row.waiting, row.recheck) == (Status.PENDING, 1.5, 0, 1)
+        assert summary.open() == "1 manual grade(s) to re-check in formgrader"
+
+        _saved(page, resolve.click)  # the grader checks the answer and keeps the score
+        resolve.wait_for(state="hidden", timeout=30_000)
+        row, summary = _ada(graded_course)
+        assert (row.status, row.score, row.recheck, summary.status) == (Status.GRADED, 1.5, 0, Status.COMPLETE)
+    finally:
+        context.close()
