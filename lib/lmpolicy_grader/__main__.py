@@ -3,7 +3,8 @@
   release         generate release/ch11 from source/ch11 (nbgrader generate_assignment --force)
   examples        grade the example submissions (reference, blank, mistakes) in their own course, examples-course/
   grade           release + grade the class in submitted/ in parallel + feedback + grades.csv + report
-                  (a class with no student yet: the examples instead, in examples-course/)
+                  (a class with no student yet: the examples instead, in examples-course/); on a local
+                  Dask cluster, or on an existing one with --scheduler tcp://host:8786
   report          print the report and rewrite grades.csv from the gradebook and the last grading
   install-kernel  write the grading kernelspec (prlimit-wrapped) for formgrader or `jupyter kernelspec`
 
@@ -20,6 +21,7 @@ from typing import Annotated, Literal, Union
 
 import tyro
 
+from lmpolicy_grader.cluster import ClusterUnavailable
 from lmpolicy_grader.grading import ASSIGNMENT, grade_class, load_config, load_outcomes, submitted_students
 from lmpolicy_grader.sandbox import SandboxUnavailable
 from lmpolicy_grader.status import Status
@@ -54,19 +56,21 @@ def report(course_root: Path, assignment: str = ASSIGNMENT) -> str:
 
 
 def grade_examples(course_root: Path, workers: int | None = None, feedback: bool = True,
-                   sandbox: bool | None = None) -> None:
+                   sandbox: bool | None = None, scheduler: str | None = None) -> None:
     """Make examples-course/ afresh (the example submissions' own course), grade it and print its report."""
     from lmpolicy_grader.examples import EXAMPLES_COURSE, make_examples_course
     started = time.monotonic()
     print(f"the example submissions, in their own course {course_root / EXAMPLES_COURSE} ...")
-    _grade_and_report(make_examples_course(course_root), None, workers, feedback, sandbox, started)
+    _grade_and_report(make_examples_course(course_root), None, workers, feedback, sandbox, started, scheduler)
 
 
 def _grade_and_report(course_root: Path, students: list[str] | None, workers: int | None, feedback: bool,
-                      sandbox: bool | None, started: float) -> None:
+                      sandbox: bool | None, started: float, scheduler: str | None = None) -> None:
+    from lmpolicy_grader.gradebook import GradebookUnavailable
     try:
-        outcomes = grade_class(course_root, students=students, workers=workers, feedback=feedback, sandbox=sandbox)
-    except SandboxUnavailable as error:
+        outcomes = grade_class(course_root, students=students, workers=workers, feedback=feedback, sandbox=sandbox,
+                               scheduler=scheduler)
+    except (SandboxUnavailable, GradebookUnavailable, ClusterUnavailable) as error:
         sys.exit(str(error))
     counts = {status: sum(o.status == status for o in outcomes) for status in (Status.GRADED, Status.FAILED, Status.MISSING)}
     print(f"graded {counts[Status.GRADED]} notebooks, {counts[Status.FAILED]} FAILED, {counts[Status.MISSING]} not "
@@ -108,7 +112,11 @@ class Grade:
     """Release, grade the class in submitted/ in parallel, write feedback and grades.csv, print the report."""
 
     workers: int | None = None
-    """worker processes (None: one per core)"""
+    """worker processes of the grader's own local Dask cluster (None: one per core); not with --scheduler"""
+    scheduler: str | None = None
+    """grade on the Dask cluster of this scheduler (tcp://host:8786), started by `dask scheduler` and
+    `dask worker --nthreads 1 --memory-limit 0`, or a Dask deployer; its workers must see this course
+    folder at the same path (None: a local cluster of --workers processes, closed after)"""
     student: Annotated[tuple[str, ...], tyro.conf.UseAppendAction] = ()
     """grade only this student: --student alice --student bob (none: everyone in submitted/)"""
     release: bool = True
@@ -130,9 +138,10 @@ class Grade:
         students = list(self.student) or submitted_students(course_root)
         if self.examples and not students:
             print("no student in submitted/ yet: grading the example submissions instead")
-            grade_examples(course_root, self.workers, self.feedback, _SANDBOX[self.sandbox])
+            grade_examples(course_root, self.workers, self.feedback, _SANDBOX[self.sandbox], self.scheduler)
             return
-        _grade_and_report(course_root, students, self.workers, self.feedback, _SANDBOX[self.sandbox], started)
+        _grade_and_report(course_root, students, self.workers, self.feedback, _SANDBOX[self.sandbox], started,
+                          self.scheduler)
 
 
 @dataclass

@@ -1,42 +1,63 @@
-"""Class grading with N worker processes through nbgrader's own Autograde and GenerateFeedback.
+"""Class grading, one Dask task per student's notebook, through nbgrader's own Autograde and GenerateFeedback.
 
-One unit of work is one student's notebook. The parent imports nbgrader once and forks the workers
-(so start-up is paid once in all, not once per student or per worker); each worker grades unit
-after unit (``Autograde`` with ``student_id`` and ``notebook_id`` set, ``force=True``, the course's
-``nbgrader_config.py``), then writes that notebook's feedback. The gradebook is SQLite: every
-nbgrader ``Gradebook`` session in a worker holds an exclusive file lock (``.gradebook.lock``, a
-``filelock.FileLock``), so no two processes ever write it at once; sessions last milliseconds,
-execution runs unlocked. SQLite's own locking alone lost no write in ``bench/bench_grading.py --part
-gradebook``, but it gives up with "database is locked" after 5 s of waiting, which a loaded machine
-can reach; with the lock a worker waits its turn instead.
+Why Dask. A class is graded notebook by notebook, and notebooks are independent: the work is a bag of
+tasks. The course once ran its own pool of forked processes; Dask distributed does the same on one
+machine (a ``LocalCluster`` the grader starts and closes) and on many (``--scheduler tcp://host:8786``:
+a cluster started by ``dask scheduler`` / ``dask worker``, or by Dask's deployers for Kubernetes, HPC
+queues and SSH hosts), so there is one way to grade in parallel, and the scheduling, the worker
+restarts and the bookkeeping of who died holding what are an engine's, not ours. Every worker reaches
+the course folder at the same path, through the file system a hub deployment already shares; a task
+carries only that path and the (student, notebook) it grades, and returns an ``Outcome``.
 
-The parent process hands out units, collects one ``Outcome`` per unit, and notices a worker that
-dies: its unit is reported FAILED, a fresh worker takes over, and no other grade is lost.
-Invalid notebooks are found before any worker starts and are reported FAILED, never 0.
+Where start-up is paid. Importing nbgrader and the course's preprocessors, reading
+``nbgrader_config.py`` and preparing the gradebook (``gradebook.prepare_worker``: for SQLite, the
+file lock every nbgrader session then holds) take seconds; a ``WorkerPlugin`` (``GraderStartup``)
+does it once per worker process, when it joins the cluster or is restarted, and the tasks find it
+done (``worker_config``). It also checks, on the worker, what the worker needs: one thread, the
+course folder in view, the sandbox if the kernels are to run in one.
+
+How a dead worker is handled. A submission can kill the process that grades it (outside the
+sandbox), and a machine can be lost. The grader keeps no more notebooks in flight than the cluster
+has threads, so a worker only ever holds the notebook it is grading, and its death implicates that
+notebook alone: every other grade is already stored (each task writes the gradebook itself) or is
+on another worker. Dask retries the notebook on another worker and, once it has seen
+``cluster.ALLOWED_FAILURES + 1`` workers die under it, gives up with ``KilledWorker``, which the
+grader reports as FAILED: "the grader's worker process died while grading it", with how many times.
+A task that raises is FAILED with its error; nothing is ever scored 0 for the grader's sake.
+A notebook is never graded twice at once: Dask may start a task again while a worker it gave up on
+still runs it (a network split), so a task holds that notebook's lock file in the course folder
+while it grades.
+
+Around the tasks, in the grader's own process: the gradebook is checked before anything is graded
+(``gradebook.check_gradebook``), invalid notebooks are reported FAILED before any task starts, one
+log line is printed per notebook as it comes back, and the outcomes go to ``grading_status.json``.
 """
 from __future__ import annotations
 
+import copy
 import json
 import logging
-import multiprocessing
 import os
-import queue
+import socket
 import time
+import uuid
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
+from distributed import WorkerPlugin
 from filelock import FileLock
 
-from lmpolicy_grader.preprocessors.incidents import INCIDENTS, Incident
+from lmpolicy_grader.cluster import describe, grading_client
 from lmpolicy_grader.kernel import GradingKernelManager
+from lmpolicy_grader.preprocessors.incidents import INCIDENTS, Incident
 from lmpolicy_grader.sandbox import require_sandbox
 from lmpolicy_grader.status import Status
 
 ASSIGNMENT = "ch11"
 STATUS_FILE = "grading_status.json"
-LOCK_FILE = ".gradebook.lock"
+NOTEBOOK_LOCKS = ".grading-locks"  # in the course folder: one lock file per notebook being graded
 
 
 @dataclass
@@ -83,42 +104,11 @@ def invalid_notebook_reason(path: Path) -> str | None:
     return None
 
 
-# --- the gradebook lock (installed in worker processes) -----------------------------------------
-
-def serialise_gradebook_sessions(lock_path: Path):
-    """Make every nbgrader Gradebook in this process hold ``lock_path`` from creation to close().
-
-    Returns a function that undoes it."""
-    from nbgrader.api import Gradebook
-    lock = FileLock(lock_path)  # re-entrant: a session opened inside another one does not wait for itself
-    original_init, original_close = Gradebook.__init__, Gradebook.close
-
-    def locked_init(self, *args, **kwargs):
-        lock.acquire()
-        self._lmpolicy_locked = True
-        try:
-            original_init(self, *args, **kwargs)
-        except BaseException:
-            self._lmpolicy_locked = False
-            lock.release()
-            raise
-
-    def locked_close(self):
-        try:
-            original_close(self)
-        finally:
-            if getattr(self, "_lmpolicy_locked", False):
-                self._lmpolicy_locked = False
-                lock.release()
-
-    Gradebook.__init__, Gradebook.close = locked_init, locked_close
-
-    def undo():
-        Gradebook.__init__, Gradebook.close = original_init, original_close
-    return undo
+def _sandbox_setting(config) -> bool:
+    return config.GradingKernelManager.get("sandbox", GradingKernelManager.sandbox.default_value)
 
 
-# --- one worker ---------------------------------------------------------------------------------
+# --- one notebook, in a worker process ------------------------------------------------------------
 
 class _ErrorLog(logging.Handler):
     def __init__(self):
@@ -141,15 +131,17 @@ def grade_unit(course_root: Path, config, student: str, notebook: str,
     coursedir.assignment_id, coursedir.student_id, coursedir.notebook_id = assignment, student, notebook
     errors = _ErrorLog()
     status, reason = Status.GRADED, ""
+    autograde = Autograde(coursedir=coursedir, config=config)
+    autograde.log.addHandler(errors)
     try:
-        autograde = Autograde(coursedir=coursedir, config=config)
         autograde.force = True
-        autograde.log.addHandler(errors)
         autograde.start()
     except Exception as error:
         status = Status.FAILED
         failures = [i for i in INCIDENTS if i["kind"] == Incident.FAILED]
         reason = failures[-1]["message"] if failures else _first_cause(errors.lines, error)
+    finally:
+        autograde.log.removeHandler(errors)  # the log is nbgrader's shared one: the next notebook starts clean
     if status == Status.GRADED and feedback:
         generate = GenerateFeedback(coursedir=coursedir, config=config)
         generate.force = True
@@ -164,39 +156,101 @@ def _first_cause(lines: list[str], error: Exception) -> str:
     return f"nbgrader could not grade it: {text[:300]}"
 
 
-def _worker(course_root: str, assignment: str, feedback: bool, tasks, results, sandbox: bool) -> None:
-    serialise_gradebook_sessions(Path(course_root) / LOCK_FILE)
-    config = load_config(Path(course_root))
+# --- start-up, once per worker process -------------------------------------------------------------
+
+_LOADED: dict[str, object] = {}                  # course root -> its config, gradebook prepared
+_CONFIGS: dict[tuple[str, bool], object] = {}    # (course root, sandbox) -> the config tasks grade with
+
+
+def worker_config(course_root: str, sandbox: bool):
+    """The course config for grading in this process, made on first use: nbgrader and the course's
+    preprocessors imported, ``nbgrader_config.py`` read, the gradebook prepared, the kernel's
+    sandbox set (and checked, if on), nbgrader's log quietened. Later calls return it at once."""
+    key = (course_root, sandbox)
+    if key in _CONFIGS:
+        return _CONFIGS[key]
+    import nbgrader.converters  # noqa: F401  (seconds of imports, paid here once)
+
+    import lmpolicy_grader.preprocessors  # noqa: F401
+    from lmpolicy_grader.gradebook import prepare_worker
+    if not (Path(course_root) / "nbgrader_config.py").exists():
+        raise FileNotFoundError(
+            f"the grader's worker on {socket.gethostname()} cannot see the course folder {course_root}: every "
+            "Dask worker needs it at the same path, on a file system shared with the instructor's machine")
+    if course_root not in _LOADED:
+        loaded = load_config(Path(course_root))
+        prepare_worker(Path(course_root), loaded)
+        _LOADED[course_root] = loaded
+    if sandbox:
+        require_sandbox()  # on the worker's machine, where the kernels run
+    config = copy.deepcopy(_LOADED[course_root])
     config.GradingKernelManager.sandbox = sandbox
     quiet = logging.getLogger("traitlets")  # nbgrader's converters log here; the report says what matters
     quiet.handlers, quiet.propagate = [logging.NullHandler()], False
     quiet.setLevel(logging.ERROR)
     warnings.simplefilter("ignore")
-    while True:
-        unit = tasks.get()
-        if unit is None:
-            return
-        outcome = grade_unit(Path(course_root), config, unit[0], unit[1], assignment, feedback)
-        results.put(asdict(outcome))
+    _CONFIGS[key] = config
+    return config
+
+
+class GraderStartup(WorkerPlugin):
+    """Pays a worker's start-up (``worker_config``) when it joins the cluster, or is restarted,
+    instead of in its first task; refuses a worker with more than one thread."""
+
+    def __init__(self, course_root: str, sandbox: bool):
+        self.course_root, self.sandbox = course_root, sandbox
+
+    def setup(self, worker):
+        if worker.state.nthreads != 1:
+            raise ValueError(
+                f"the Dask worker {worker.address} runs {worker.state.nthreads} threads; a grading worker runs one "
+                "(`dask worker --nthreads 1`), so that nbgrader's per-process state serves one notebook at a time "
+                "and a worker that dies takes only its own notebook down")
+        worker_config(self.course_root, self.sandbox)
+
+
+def grade_task(course_root: str, student: str, notebook: str, assignment: str, feedback: bool,
+               sandbox: bool) -> Outcome:
+    """One Dask task: grade one student's notebook in this worker, holding that notebook's lock."""
+    config = worker_config(course_root, sandbox)
+    with FileLock(notebook_lock(course_root, assignment, student, notebook)):
+        return grade_unit(Path(course_root), config, student, notebook, assignment, feedback)
+
+
+def notebook_lock(course_root, assignment: str, student: str, notebook: str) -> Path:
+    """The lock file a task holds while it grades (student, notebook): one grading of it at a time."""
+    folder = Path(course_root) / NOTEBOOK_LOCKS / assignment / student
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{notebook}.lock"
 
 
 # --- the class ----------------------------------------------------------------------------------
 
 def grade_class(course_root: Path, students: list[str] | None = None, workers: int | None = None,
                 assignment: str = ASSIGNMENT, feedback: bool = True, log=print,
-                sandbox: bool | None = None) -> list[Outcome]:
-    """Grade every submitted notebook of ``students`` (default: all in submitted/) with ``workers`` processes.
+                sandbox: bool | None = None, scheduler: str | None = None) -> list[Outcome]:
+    """Grade every submitted notebook of ``students`` (default: all in submitted/), one Dask task each.
 
-    The kernels run in the sandbox if ``sandbox`` says so (None: as ``c.GradingKernelManager.sandbox``
-    in the course config says); a sandbox that cannot be made here raises SandboxUnavailable, with
-    why, before anything is graded.
+    Without ``scheduler``, on a local cluster of ``workers`` processes (default: one per core), started
+    here and closed after; with it (``tcp://host:8786``), on that cluster's workers, which must see
+    the course folder at the same path. The kernels run in the sandbox if ``sandbox`` says so (None:
+    as ``c.GradingKernelManager.sandbox`` in the course config says); a sandbox that cannot be made
+    raises SandboxUnavailable, with why, before anything is graded, and so does a gradebook that
+    cannot be reached (GradebookUnavailable).
     Returns one Outcome per (student, notebook), sorted, and writes them to ``grading_status.json``.
     """
+    from lmpolicy_grader.gradebook import check_gradebook, gradebook_url
+
+    if scheduler is not None and workers is not None:
+        raise ValueError(f"workers={workers} sizes the grader's own local cluster; on the cluster at {scheduler} "
+                         "its workers grade (add some with `dask worker`)")
     course_root = Path(course_root).resolve()
+    config = load_config(course_root)
     if sandbox is None:
-        sandbox = load_config(course_root).GradingKernelManager.get("sandbox", GradingKernelManager.sandbox.default_value)
-    if sandbox:
-        require_sandbox()
+        sandbox = _sandbox_setting(config)
+    if sandbox and scheduler is None:
+        require_sandbox()  # the workers check it too, where they run; here it fails before a cluster starts
+    check_gradebook(gradebook_url(config, course_root))
     notebooks = assignment_notebooks(course_root, assignment)
     students = sorted(students) if students is not None else submitted_students(course_root, assignment)
     outcomes, units = [], []
@@ -209,61 +263,61 @@ def grade_class(course_root: Path, students: list[str] | None = None, workers: i
                 outcomes.append(Outcome(student, notebook, Status.FAILED, reason))
             else:
                 units.append((student, notebook))
-    workers = max(1, min(workers or os.cpu_count() or 1, len(units) or 1))
-    outcomes += _run_workers(course_root, assignment, feedback, units, workers, log, sandbox)
+    if units:
+        local_workers = max(1, min(workers or os.cpu_count() or 1, len(units)))
+        with grading_client(scheduler, local_workers) as client:
+            if scheduler is not None:
+                log(f"grading {len(units)} notebooks on {describe(client)}")
+            outcomes += grade_on_cluster(client, course_root, units, assignment, feedback, sandbox, log)
     outcomes.sort(key=lambda o: (o.student, o.notebook))
     save_outcomes(course_root, outcomes)
     return outcomes
 
 
-def _run_workers(course_root: Path, assignment: str, feedback: bool, units: list, workers: int, log,
-                 sandbox: bool) -> list[Outcome]:
-    # Import nbgrader once here, then fork: every worker starts with it loaded (no second ~5 s start-up).
-    import nbgrader.converters  # noqa: F401
+def grade_on_cluster(client, course_root: Path, units: list[tuple[str, str]], assignment: str, feedback: bool,
+                     sandbox: bool, log) -> list[Outcome]:
+    """Grade ``units`` (student, notebook) on the cluster of ``client``, as many at once as it has threads."""
+    from distributed import KilledWorker, as_completed
 
-    import lmpolicy_grader.preprocessors  # noqa: F401  (the course's preprocessors, loaded once too)
-    context = multiprocessing.get_context("fork")
-    results = context.Queue()
+    client.register_plugin(GraderStartup(str(course_root), sandbox), name=f"lmpolicy-grader {course_root}")
+    run = uuid.uuid4().hex[:8]  # keys of this run only: a later run grades again, never reuses a result
     pending = list(reversed(units))
-    running: dict[int, tuple] = {}   # worker slot -> (process, task queue, unit or None)
+    unit_of: dict[str, tuple[str, str]] = {}
+
+    def submit():
+        student, notebook = pending.pop()
+        future = client.submit(grade_task, str(course_root), student, notebook, assignment, feedback, sandbox,
+                               key=f"grade-{run}-{student}/{notebook}", pure=False)
+        unit_of[future.key] = (student, notebook)
+        return future
+
+    def slots() -> int:
+        # A worker given a second notebook while it grades one would be holding it when it dies, and
+        # Dask would count that death against both: never more in flight than there are threads.
+        return max(1, sum(client.nthreads().values()))
+
+    running = as_completed([submit() for _ in range(min(slots(), len(pending)))], loop=client.loop)
     outcomes: list[Outcome] = []
-
-    def start(slot):
-        tasks = context.Queue()
-        process = context.Process(target=_worker, args=(str(course_root), assignment, feedback, tasks, results, sandbox),
-                                  daemon=True)
-        process.start()
-        running[slot] = (process, tasks, None)
-
-    def give(slot):
-        process, tasks, _ = running[slot]
-        unit = pending.pop() if pending else None
-        tasks.put(unit)
-        running[slot] = (process, tasks, unit)
-
-    for slot in range(workers):
-        start(slot)
-        give(slot)
-    while any(unit is not None for _, _, unit in running.values()):
+    for future in running:
+        student, notebook = unit_of.pop(future.key)
         try:
-            outcome = Outcome(**results.get(timeout=1))
-        except queue.Empty:
-            for slot, (process, tasks, unit) in list(running.items()):
-                if unit is not None and not process.is_alive() and results.empty():
-                    outcomes.append(Outcome(unit[0], unit[1], Status.FAILED,
-                                            f"the grader's worker process died (exit code {process.exitcode}) "
-                                            "while grading it"))
-                    log(f"  FAILED {unit[0]}/{unit[1]}: worker died")
-                    start(slot)
-                    give(slot)
-            continue
+            outcome = future.result()
+        except KilledWorker as error:
+            outcome = Outcome(student, notebook, Status.FAILED,
+                              f"the grader's worker process died while grading it, {error.allowed_failures + 1} times, "
+                              f"each time in a fresh worker (Dask KilledWorker; last at {error.last_worker.address})")
+            log(f"  FAILED {student}/{notebook}: worker died")
+        except Exception as error:  # the task raised: the grader's fault, reported as such, never a 0
+            outcome = Outcome(student, notebook, Status.FAILED,
+                              f"the grader failed on it: {type(error).__name__}: {str(error)[:300]}")
+            log(f"  FAILED {student}/{notebook}: {outcome.reason}")
+        else:
+            log(f"  {outcome.status:7} {outcome.student}/{outcome.notebook} ({outcome.seconds:.1f} s)"
+                + (f": {outcome.reason}" if outcome.reason else ""))
+        future.release()
         outcomes.append(outcome)
-        log(f"  {outcome.status:7} {outcome.student}/{outcome.notebook} ({outcome.seconds:.1f} s)"
-            + (f": {outcome.reason}" if outcome.reason else ""))
-        slot = next(s for s, (_, _, unit) in running.items() if unit == (outcome.student, outcome.notebook))
-        give(slot)
-    for process, _, _ in running.values():
-        process.join(timeout=10)
+        while pending and running.count() < slots():
+            running.add(submit())
     return outcomes
 
 

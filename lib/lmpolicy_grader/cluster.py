@@ -1,0 +1,78 @@
+"""The Dask cluster the grader runs on: a local one it starts itself, or an existing scheduler.
+
+Grading asks three things of a Dask cluster, whoever starts it:
+
+- one thread per worker (``dask worker --nthreads 1``): nbgrader's converters and the course's
+  incident log are per-process state, and a worker that dies must take only its own notebook down;
+- no memory-based killing (``--memory-limit 0``): the grading kernel has its own ``prlimit --as``,
+  and a worker killed for its kernel's memory would be a death the student did not cause;
+- a bounded number of attempts when workers die (``distributed.scheduler.allowed-failures``,
+  ``ALLOWED_FAILURES``): a notebook whose worker died is tried once more elsewhere, in case the
+  machine, not the notebook, was at fault, and FAILED with Dask's ``KilledWorker`` after that.
+
+The local cluster is made that way here. A cluster started by Dask's own tools (``dask scheduler``
+and ``dask worker``, dask-kubernetes, dask-jobqueue, ``dask ssh``) is told the same on its command
+lines and in ``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES``; the grader checks the thread count
+on every worker when it joins (``grading.GraderStartup``).
+"""
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+from typing import Iterator
+
+# A notebook whose worker died is tried on one more worker: a machine lost or a worker killed from
+# outside gets its second chance, while a notebook that kills every worker it runs on costs two.
+ALLOWED_FAILURES = 1
+CONNECT_SECONDS = 30
+
+
+class ClusterUnavailable(RuntimeError):
+    """No Dask scheduler answers at the address given; the message says what was tried."""
+
+
+@contextmanager
+def grading_client(scheduler: str | None = None, workers: int = 1) -> Iterator["distributed.Client"]:  # noqa: F821
+    """A Dask client on the cluster at ``scheduler``, or on a fresh local cluster of ``workers``
+    worker processes (one thread each, no dashboard, no memory limit) that is closed afterwards."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout=CONNECT_SECONDS, set_as_default=False)
+        except (OSError, TimeoutError) as error:
+            raise ClusterUnavailable(
+                f"no Dask scheduler answers at {scheduler} ({error}). Start one with `dask scheduler` and workers "
+                "with `dask worker <address> --nthreads 1 --memory-limit 0`, or grade on this machine alone "
+                "without --scheduler") from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+        # the scheduler and the nannies read the configuration now; a worker restarted later keeps it.
+        # Dask's own log stays quiet: the grader says which notebook a dead worker took down, and why.
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=None, memory_limit=0, silence_logs=logging.CRITICAL)
+    try:
+        client = Client(cluster, set_as_default=False)
+        try:
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+
+
+def describe(client) -> str:
+    """The scheduler's address, its workers and how often it tries a notebook whose worker died."""
+    workers = client.nthreads()
+    allowed = client.run_on_scheduler(_allowed_failures)
+    return (f"the Dask scheduler at {client.scheduler.address}: {len(workers)} workers, "
+            f"{sum(workers.values())} threads; a notebook whose worker dies is tried {allowed + 1} times")
+
+
+def _allowed_failures(dask_scheduler) -> int:
+    return dask_scheduler.allowed_failures
