@@ -1,0 +1,400 @@
+"""A real JupyterHub for the deployment tests: local accounts, a shared exchange, the hub, users' servers.
+
+Everything lives in one temporary folder (mode 755, so the test accounts reach their homes and the
+exchange): the accounts' homes (`useradd -m -b <tmp>/home`), the exchange, and the hub's state (its
+SQLite database, cookie secret, logs). The hub is `jupyterhub -f deploy/jupyterhub_config.py`, the
+file an admin copies, told its users, ports and folders through the environment variables it reads.
+Nothing here touches /srv/nbgrader/exchange, /etc/jupyter or any other global configuration.
+
+Needs root (CI runs as root), `useradd`/`userdel`/`runuser`, and configurable-http-proxy on PATH
+(`make install` puts it in node_modules/.bin); without them the tests skip, or fail when
+LMPOLICY_REQUIRE_DEPLOYMENT is set (CI sets it).
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from email.message import Message
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HUB_CONFIG = ROOT / "deploy" / "jupyterhub_config.py"
+VENV_BIN = Path(sys.executable).parent
+INSTRUCTOR = "lmp-instructor"
+STUDENTS = ("lmp-student1", "lmp-student2", "lmp-student3")
+USERS = (INSTRUCTOR, *STUDENTS)
+COURSE_ID = "lm-policy"
+ASSIGNMENT = "ch11"
+COURSE_FOLDER = "lm-policy"  # in the instructor's home (LMPOLICY_COURSE_FOLDER)
+# The hub's course holds one notebook of ch11 (a written answer and two autograded exercises): every
+# notebook takes seconds to grade, and the hub's flow is the same for one as for eight.
+HUB_NOTEBOOKS = ("01_policy_softmax",)
+START_TIMEOUT = 120  # seconds, for the hub and for a user's JupyterLab on a busy 2-core machine
+
+
+def require(condition: bool, message: str) -> None:
+    """Skip the test when a tool is missing; fail instead when LMPOLICY_REQUIRE_DEPLOYMENT is set."""
+    if condition:
+        return
+    if os.environ.get("LMPOLICY_REQUIRE_DEPLOYMENT"):
+        pytest.fail(message + " (LMPOLICY_REQUIRE_DEPLOYMENT is set, so the deployment tests must run)")
+    pytest.skip(message)
+
+
+def check_tools() -> None:
+    require(os.geteuid() == 0, "the hub tests create local accounts and run JupyterHub's LocalProcessSpawner: run as root")
+    for tool in ("useradd", "userdel", "runuser", "getent"):
+        require(shutil.which(tool) is not None, f"`{tool}` is not installed (package `passwd`/`util-linux`)")
+    require(shutil.which("configurable-http-proxy") is not None,
+            "configurable-http-proxy is not on PATH: `make install` (npm, package.json) puts it in node_modules/.bin")
+    require((VENV_BIN / "jupyterhub").exists() and (VENV_BIN / "jupyterhub-singleuser").exists(),
+            f"jupyterhub is not installed in {VENV_BIN} (requirements.txt)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_as(user: str, *command: str, env: dict | None = None, check: bool = False, timeout: float = 600,
+           cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+    """``command`` as the local account ``user`` (runuser), with a clean environment of that account."""
+    home = Path(_passwd(user)[5])
+    base = {"HOME": str(home), "USER": user, "LOGNAME": user, "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+            "PATH": f"{VENV_BIN}{os.pathsep}/usr/local/bin:/usr/bin:/bin"}
+    full = ["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in {**base, **(env or {})}.items()),
+            *command]
+    result = subprocess.run(full, capture_output=True, text=True, timeout=timeout, cwd=cwd or home)
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(command)} as {user} failed ({result.returncode}):\n"
+                             f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return result
+
+
+def _passwd(user: str) -> list[str] | None:
+    found = subprocess.run(["getent", "passwd", user], capture_output=True, text=True)
+    return found.stdout.strip().split(":") if found.returncode == 0 else None
+
+
+def _processes_of(user: str) -> list[int]:
+    listed = subprocess.run(["ps", "-u", user, "-o", "pid="], capture_output=True, text=True)
+    return [int(pid) for pid in listed.stdout.split()]
+
+
+def _remove_user(user: str) -> None:
+    """Remove ``user`` and their home; the processes our hub started as them go first (userdel refuses)."""
+    if _passwd(user) is None:
+        return
+    for pid in _processes_of(user):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 10
+    while _processes_of(user) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    subprocess.run(["userdel", "-r", user], capture_output=True)
+    if _passwd(user) is not None:
+        raise RuntimeError(f"could not remove the test account {user}: `userdel -r {user}` as root")
+
+
+def _traversal_fixes(paths: list[Path]) -> list[tuple[Path, int]]:
+    """Ancestors of ``paths`` that other accounts cannot enter (no o+x), with their modes."""
+    blocked = {}
+    for path in paths:
+        for folder in [path, *path.parents] if path.is_dir() else list(path.parents):
+            mode = folder.stat().st_mode
+            if not mode & stat.S_IXOTH:
+                blocked[folder] = stat.S_IMODE(mode)
+    return sorted(blocked.items())
+
+
+@dataclass
+class Site:
+    """The machine's side of the course: accounts, homes, the exchange, the instructor's course folder."""
+
+    root: Path
+    exchange: Path
+    passwords: dict[str, str] = field(default_factory=dict)
+
+    def home(self, user: str) -> Path:
+        return Path(_passwd(user)[5])
+
+    @property
+    def course(self) -> Path:
+        return self.home(INSTRUCTOR) / COURSE_FOLDER
+
+
+def make_site() -> Site:
+    """Accounts (idempotent: leftovers of a crashed run are removed first), homes, exchange, course folder."""
+    check_tools()
+    root = Path(tempfile.mkdtemp(prefix="lmpolicy-hub-"))
+    root.chmod(0o755)
+    homes = root / "home"
+    homes.mkdir(mode=0o755)
+    for user in USERS:
+        _remove_user(user)
+        subprocess.run(["useradd", "-m", "-b", str(homes), "-s", "/bin/bash", "-U", user], check=True,
+                       capture_output=True)
+        # a home only its owner can enter: a student never reads another's work or the instructor's source
+        (homes / user).chmod(0o700)
+
+    # The shared exchange as nbgrader documents it: a folder everyone may write into (`chmod ugo+rw`, and
+    # x to enter it; nbgrader's release_assignment wants exactly 0777). nbgrader itself makes
+    # <course>/outbound 755 (everyone reads the release), inbound 733 (everyone submits, nobody lists
+    # the others' submissions) and feedback 711 (each fetches their own by its unguessable name).
+    exchange = root / "exchange"
+    exchange.mkdir()
+    exchange.chmod(0o777)
+
+    # The instructor's course folder: the course's configuration and the hub's notebooks of ch11.
+    course = homes / INSTRUCTOR / COURSE_FOLDER
+    (course / "source" / ASSIGNMENT).mkdir(parents=True)
+    shutil.copy2(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    for notebook in HUB_NOTEBOOKS:
+        shutil.copy2(ROOT / "source" / ASSIGNMENT / f"{notebook}.ipynb", course / "source" / ASSIGNMENT)
+    subprocess.run(["chown", "-R", f"{INSTRUCTOR}:{INSTRUCTOR}", str(course)], check=True)
+
+    passwords = {user: secrets.token_hex(8) for user in STUDENTS}
+    admin_password = secrets.token_hex(20)  # SharedPasswordAuthenticator: 32 characters or more for admins
+    passwords[INSTRUCTOR] = admin_password
+    return Site(root=root, exchange=exchange, passwords=passwords)
+
+
+def remove_site(site: Site) -> None:
+    for user in USERS:
+        _remove_user(user)
+    shutil.rmtree(site.root, ignore_errors=True)
+
+
+def open_ancestors(paths: list[Path]):
+    """Let the test accounts run the course's Python: o+x on the folders above it that lack it.
+
+    CI clones the repository somewhere unknown (under /root, mode 700, on these machines, whose Python
+    also lives in /root/.pyenv). o+x lets other accounts pass through a folder, not list it. Yields the
+    changed folders; puts their modes back afterwards.
+    """
+    fixes = _traversal_fixes(paths)
+    for folder, mode in fixes:
+        folder.chmod(mode | stat.S_IXOTH)
+    try:
+        yield [folder for folder, _ in fixes]
+    finally:
+        for folder, mode in fixes:
+            folder.chmod(mode)
+
+
+def python_paths() -> list[Path]:
+    """What the accounts must reach: the repository (venv, lib/, deploy/) and the interpreter behind the venv."""
+    return [ROOT, Path(os.path.realpath(sys.executable)).parent, Path(sys.base_prefix)]
+
+
+class HubError(AssertionError):
+    pass
+
+
+@dataclass
+class Hub:
+    """JupyterHub started with deploy/jupyterhub_config.py, on loopback ports of its own."""
+
+    site: Site
+    state: Path
+    url: str = ""
+    env: dict = field(default_factory=dict)
+    process: subprocess.Popen | None = None
+    tokens: dict[str, str] = field(default_factory=dict)
+    starts: int = 0
+
+    @property
+    def log_path(self) -> Path:
+        return self.state / f"jupyterhub-{self.starts}.log"
+
+    def log(self) -> str:
+        return "\n".join(p.read_text(errors="replace") for p in sorted(self.state.glob("jupyterhub-*.log")))
+
+    def configure(self, gradebook_url: str | None = None) -> None:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("JUPYTER", "LMPOLICY_"))}
+        env.update({
+            "PATH": f"{VENV_BIN}{os.pathsep}{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+            "LMPOLICY_HUB_BIND_URL": self.url,
+            "LMPOLICY_HUB_INTERNAL_URL": f"http://127.0.0.1:{free_port()}",
+            "LMPOLICY_HUB_PROXY_API_URL": f"http://127.0.0.1:{free_port()}",
+            "LMPOLICY_HUB_STATE_DIR": str(self.state),
+            "LMPOLICY_HUB_INSTRUCTORS": INSTRUCTOR,
+            "LMPOLICY_HUB_STUDENTS": ",".join(STUDENTS),
+            "LMPOLICY_HUB_TEST_PASSWORD": self.site.passwords[STUDENTS[0]],
+            "LMPOLICY_HUB_TEST_ADMIN_PASSWORD": self.site.passwords[INSTRUCTOR],
+            "LMPOLICY_EXCHANGE": str(self.site.exchange),
+            "LMPOLICY_COURSE_FOLDER": COURSE_FOLDER,
+        })
+        if gradebook_url:
+            env["LMPOLICY_GRADEBOOK_URL"] = gradebook_url
+        self.env = env
+        # every student logs in with the one shared student password
+        for user in STUDENTS:
+            self.site.passwords[user] = env["LMPOLICY_HUB_TEST_PASSWORD"]
+
+    def start(self) -> None:
+        self.starts += 1
+        with open(self.log_path, "w") as log:
+            self.process = subprocess.Popen(
+                [str(VENV_BIN / "jupyterhub"), "-f", str(HUB_CONFIG)], cwd=self.state, env=self.env,
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if self.process.poll() is not None:
+                raise HubError(f"jupyterhub exited with code {self.process.returncode}:\n{self.log()[-4000:]}")
+            try:
+                if self.request("GET", "/hub/api/")[0] == 200:
+                    return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+            if time.monotonic() > deadline:
+                raise HubError(f"the hub did not answer within {START_TIMEOUT} s:\n{self.log()[-4000:]}")
+            time.sleep(0.3)
+
+    def stop(self) -> None:
+        """SIGTERM to the hub's process group (the hub and its proxy); the users' servers keep running."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    # --- HTTP --------------------------------------------------------------------------------------
+    def request(self, method: str, path: str, token: str | None = None, body=None,
+                raw: bytes | None = None, timeout: float = 120) -> tuple[int, object, Message]:
+        """``method path`` on the hub (JSON body in, JSON or text out): (status, body, headers); the
+        headers' names are case-insensitive (the proxy sends them in lower case)."""
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        if token:
+            headers["Authorization"] = f"token {token}"
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                status, text, got = response.status, response.read().decode("utf-8", "replace"), response.headers
+        except urllib.error.HTTPError as error:
+            status, text, got = error.code, error.read().decode("utf-8", "replace"), error.headers
+        try:
+            return status, json.loads(text) if text else None, got
+        except json.JSONDecodeError:
+            return status, text, got
+
+    def login(self, user: str) -> str:
+        """A token of ``user``'s own, asked of the hub with their password (the REST API's `auth` body)."""
+        status, body, _ = self.request("POST", f"/hub/api/users/{user}/tokens", body={
+            "auth": {"username": user, "password": self.site.passwords[user]}, "note": "deployment test"})
+        if status != 201:
+            raise HubError(f"{user} could not log in through the hub's API: {status} {body}")
+        self.tokens[user] = body["token"]
+        return body["token"]
+
+    def user_api(self, user: str, method: str, path: str, body=None, raw: bytes | None = None,
+                 timeout: float = 300) -> tuple[int, object, Message]:
+        """``method /user/<user>/<path>`` through the hub's proxy, with the user's own token."""
+        return self.request(method, f"/user/{user}/{path.lstrip('/')}", token=self.tokens[user], body=body,
+                            raw=raw, timeout=timeout)
+
+    def server_ready(self, user: str) -> bool:
+        status, model, _ = self.request("GET", f"/hub/api/users/{user}", token=self.tokens[user])
+        assert status == 200, (status, model)
+        server = (model.get("servers") or {}).get("")
+        return bool(server and server.get("ready"))
+
+    def start_server(self, user: str) -> None:
+        """Spawn ``user``'s JupyterLab (as that account) and wait until it answers through the proxy."""
+        status, body, _ = self.request("POST", f"/hub/api/users/{user}/server", token=self.tokens[user])
+        if status not in (201, 202, 400):  # 400: already running
+            raise HubError(f"the hub did not start {user}'s server: {status} {body}")
+        deadline = time.monotonic() + START_TIMEOUT
+        while not (self.server_ready(user) and self.user_api(user, "GET", "api/status")[0] == 200):
+            if time.monotonic() > deadline:
+                raise HubError(f"{user}'s server did not start within {START_TIMEOUT} s:\n{self.log()[-4000:]}")
+            time.sleep(0.5)
+
+    def stop_server(self, user: str) -> None:
+        self.request("DELETE", f"/hub/api/users/{user}/server", token=self.tokens[INSTRUCTOR])
+
+    def server_pid(self, user: str) -> int:
+        """The process id of ``user``'s jupyterhub-singleuser (the only one that account runs)."""
+        listed = subprocess.run(["ps", "-u", user, "-o", "pid=,args="], capture_output=True, text=True).stdout
+        pids = [int(line.split()[0]) for line in listed.splitlines() if "jupyterhub-singleuser" in line]
+        if len(pids) != 1:
+            raise HubError(f"expected one jupyterhub-singleuser running as {user}, found {listed!r}")
+        return pids[0]
+
+
+def start_hub(site: Site, gradebook_url: str | None = None) -> Hub:
+    state = site.root / "hub"
+    state.mkdir(mode=0o700)
+    hub = Hub(site=site, state=state)
+    hub.configure(gradebook_url)
+    hub.start()
+    for user in USERS:
+        hub.login(user)
+    for user in USERS:
+        hub.request("POST", f"/hub/api/users/{user}/server", token=hub.tokens[user])  # spawn all at once
+    for user in USERS:
+        hub.start_server(user)
+    return hub
+
+
+def stop_hub(hub: Hub) -> None:
+    """Stop every user's server through the hub (cleanup_servers is off), then the hub."""
+    if hub.process is not None and hub.process.poll() is None and INSTRUCTOR in hub.tokens:
+        for user in USERS:
+            try:
+                hub.stop_server(user)
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                pass
+    hub.stop()
+
+
+@pytest.fixture(scope="module")
+def site():
+    """Accounts, homes, exchange and course folder; the course's Python reachable by the accounts."""
+    check_tools()
+    opener = open_ancestors(python_paths())
+    opened = next(opener)
+    made = None
+    try:
+        made = make_site()
+        made.opened_folders = opened
+        yield made
+    finally:
+        if made is not None:
+            remove_site(made)
+        next(opener, None)
+
+
+@pytest.fixture(scope="module")
+def hub(site):
+    """The hub with every user's server started; stopped with them at the end of the module."""
+    started = None
+    try:
+        started = start_hub(site, gradebook_url=os.environ.get("LMPOLICY_TEST_GRADEBOOK_URL"))
+        yield started
+    finally:
+        if started is not None:
+            stop_hub(started)

@@ -1,0 +1,374 @@
+"""The course on a real JupyterHub: one instructor and three students as local accounts, each with their
+own JupyterLab spawned by the hub (deploy/jupyterhub_config.py), nbgrader's exchange in a shared folder.
+
+The flow goes through each user's own server, through the hub's proxy, with that user's token: the
+instructor generates and releases ch11 (formgrader's API), each student fetches it (one in Chromium,
+through JupyterLab's Assignment List), writes answers (the contents API) and submits (nbgrader's
+assignment-list API); the instructor collects, grades with the course's grader as their own account,
+generates and releases feedback; each student fetches theirs. Then formgrader in Chromium, and faults:
+the hub restarted, a student's server killed in the middle of a submit.
+
+The tests share one hub and run in file order (one xdist group); each stage is a module fixture, so a
+test run alone brings the flow up to its stage first.
+"""
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import os
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lmpolicy_grader.examples import as_handed_in, with_answers, written_answers
+from lmpolicy_grader.wrong_answers import WRONG_ANSWERS
+
+from .hub import (ASSIGNMENT, COURSE_ID, HUB_NOTEBOOKS, INSTRUCTOR, ROOT, STUDENTS, USERS, Hub, hub,  # noqa: F401
+                  require, run_as, site)
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hub")]
+
+NOTEBOOK = HUB_NOTEBOOKS[0]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+BROWSER_STUDENT = STUDENTS[0]  # fetches through the Assignment List in Chromium
+KILLED_STUDENT = STUDENTS[2]   # their server dies in the middle of a second submit
+
+
+# --- what each student hands in, and the autograded score it must earn --------------------------------------
+def _source() -> nbformat.NotebookNode:
+    return nbformat.read(ROOT / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
+
+
+def _points(notebook: nbformat.NotebookNode, prefix: str = "") -> float:
+    """Points of the autograded (code) grade cells whose grade id starts with ``prefix``."""
+    return sum(cell.metadata.nbgrader.get("points", 0) for cell in notebook.cells
+               if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")
+               and cell.metadata.nbgrader["grade_id"].startswith(prefix))
+
+
+WRONG = next(a for a in WRONG_ANSWERS if a.notebook == NOTEBOOK and not a.cell.startswith(NOTEBOOK.split("_")[0]))
+
+
+def handed_in(student: str, release: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, float]:
+    """The notebook ``student`` submits and its autograded score: student1 the solutions, student2 nothing,
+    student3 the solutions with one typical wrong answer (its exercise loses its points, nothing else)."""
+    source = _source()
+    solved = as_handed_in(source, release, written_answers(NOTEBOOK, "good"))
+    if student == STUDENTS[0]:
+        return solved, _points(source)
+    if student == STUDENTS[1]:
+        return release, 0.0
+    return with_answers(solved, [WRONG]), _points(source) - _points(source, WRONG.exercise + "__")
+
+
+# --- helpers ----------------------------------------------------------------------------------------------
+def ok(response, what: str):
+    status, body, _ = response
+    assert status in (200, 201, 204), f"{what}: {status} {str(body)[:2000]}"
+    return body
+
+
+def nbgrader_action(hub: Hub, user: str, action: str):
+    """POST /user/<user>/assignments/<action> (nbgrader's Assignment List server extension)."""
+    body = ok(hub.user_api(user, "POST", f"assignments/{action}",
+                           body={"course_id": COURSE_ID, "assignment_id": ASSIGNMENT}), f"{user} {action}")
+    assert not (isinstance(body, dict) and body.get("success") is False), f"{user} {action}: {body}"
+    return body
+
+
+def formgrader(hub: Hub, method: str, path: str, body=None):
+    return ok(hub.user_api(INSTRUCTOR, method, f"formgrader/api/{path}", body=body), f"formgrader {path}")
+
+
+def formgrader_action(hub: Hub, path: str):
+    result = formgrader(hub, "POST", path)
+    assert result.get("success"), f"formgrader {path} failed:\n{result.get('log', '')}{result.get('error', '')}"
+    return result
+
+
+def listed(hub: Hub, user: str) -> list[dict]:
+    body = ok(hub.user_api(user, "GET", f"assignments?course_id={COURSE_ID}"), f"{user}'s assignment list")
+    assert body["success"], body
+    return [a for a in body["value"] if a["assignment_id"] == ASSIGNMENT]
+
+
+def read_notebook(hub: Hub, user: str, path: str) -> nbformat.NotebookNode:
+    model = ok(hub.user_api(user, "GET", f"api/contents/{path}?content=1"), f"{user} reads {path}")
+    return nbformat.from_dict(model["content"])
+
+
+def write_notebook(hub: Hub, user: str, path: str, notebook: nbformat.NotebookNode) -> None:
+    ok(hub.user_api(user, "PUT", f"api/contents/{path}", body={"type": "notebook", "format": "json",
+                                                            "content": notebook}), f"{user} saves {path}")
+
+
+def fetch(hub: Hub, student: str) -> None:
+    """``student`` fetches ch11 through their server, unless they already have it (the browser test)."""
+    if hub.user_api(student, "GET", f"api/contents/{ASSIGNMENT}")[0] != 200:
+        nbgrader_action(hub, student, "fetch")
+
+
+def in_browser(scenario):
+    """Run ``await scenario(browser)`` with Debian's Chromium, in a thread with an event loop of its own:
+    the browser tests may hold a sync Playwright in this worker, and one worker cannot start a second."""
+    require(CHROMIUM.exists(), f"Chromium is not installed at {CHROMIUM} (`apt-get install -y chromium`)")
+    outcome = {}
+
+    async def main():
+        from playwright.async_api import async_playwright
+        async with async_playwright() as playwright:
+            browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                outcome["value"] = await scenario(browser)
+            finally:
+                await browser.close()
+
+    def run():
+        try:
+            asyncio.run(main())
+        except BaseException as error:  # handed to the test's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=run, name="hub-chromium")
+    thread.start()
+    thread.join(timeout=300)
+    assert not thread.is_alive(), "the Chromium scenario did not finish within 300 s"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+async def log_in(browser, hub: Hub, user: str):
+    """A browser page logged in to the hub as ``user`` through its login form."""
+    context = await browser.new_context(viewport={"width": 1400, "height": 900})
+    page = await context.new_page()
+    await page.goto(f"{hub.url}/hub/login", wait_until="domcontentloaded")
+    await page.fill("input[name=username]", user)
+    await page.fill("input[name=password]", hub.site.passwords[user])
+    await page.click("input[type=submit], button[type=submit]")
+    await page.wait_for_url(re.compile(rf"/user/{user}/lab"), timeout=90_000)
+    await page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").wait_for(timeout=90_000)
+    return page
+
+
+async def open_nbgrader_panel(page, item: str):
+    await page.keyboard.press("Escape")
+    await page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+    await page.locator(".lm-Menu-itemLabel", has_text=item).click()
+
+
+# --- stages of the flow (module fixtures: a test run alone brings the flow up to its stage) --------------------
+@pytest.fixture(scope="module")
+def released(hub):
+    """The instructor generates ch11 into the gradebook and releases it, through formgrader's API."""
+    formgrader_action(hub, f"assignment/{ASSIGNMENT}/assign")
+    formgrader_action(hub, f"assignment/{ASSIGNMENT}/release")
+    return read_notebook(hub, INSTRUCTOR, f"lm-policy/release/{ASSIGNMENT}/{NOTEBOOK}.ipynb")
+
+
+@pytest.fixture(scope="module")
+def submitted(hub, released):
+    """Each student fetches ch11 (unless the browser test did), writes their answers and submits."""
+    expected = {}
+    for student in STUDENTS:
+        fetch(hub, student)
+        notebook, expected[student] = handed_in(student, read_notebook(hub, student, f"{ASSIGNMENT}/{NOTEBOOK}.ipynb"))
+        write_notebook(hub, student, f"{ASSIGNMENT}/{NOTEBOOK}.ipynb", notebook)
+        nbgrader_action(hub, student, "submit")
+    return expected
+
+
+@pytest.fixture(scope="module")
+def graded(hub, site, submitted):
+    """The instructor collects (formgrader), grades with the course's grader as their own account, and
+    generates and releases feedback (formgrader)."""
+    formgrader_action(hub, f"assignment/{ASSIGNMENT}/collect")
+    started = time.monotonic()
+    grading = run_as(INSTRUCTOR, "python", "-m", "lmpolicy_grader", "grade", "--no-release", "--workers", "2",
+                     env=_instructor_env(hub), cwd=site.course, check=True)
+    seconds = time.monotonic() - started
+    formgrader_action(hub, f"assignment/{ASSIGNMENT}/generate_feedback")
+    formgrader_action(hub, f"assignment/{ASSIGNMENT}/release_feedback")
+    return {"expected": submitted, "output": grading.stdout, "seconds": seconds}
+
+
+def _instructor_env(hub: Hub) -> dict:
+    """What the hub gives the instructor's server (deploy/jupyterhub_config.py), for commands run as them."""
+    return {key: hub.env[key] for key in ("LMPOLICY_EXCHANGE", "LMPOLICY_COURSE_FOLDER", "LMPOLICY_GRADEBOOK_URL")
+            if key in hub.env}
+
+
+def export_rows(hub: Hub, site) -> dict[str, dict]:
+    """``nbgrader export`` in the course folder, as the instructor: the CSV's rows by student."""
+    run_as(INSTRUCTOR, "nbgrader", "export", env=_instructor_env(hub), cwd=site.course, check=True)
+    text = run_as(INSTRUCTOR, "cat", str(site.course / "nbgrader_export.csv"), check=True).stdout
+    return {row["student_id"]: row for row in csv.DictReader(io.StringIO(text))}
+
+
+# --- the tests -------------------------------------------------------------------------------------------
+def test_each_user_has_their_own_server_running_as_their_account(hub, site):
+    for user in USERS:
+        pid = hub.server_pid(user)  # one jupyterhub-singleuser runs as that account (ps -u)
+        home = ok(hub.user_api(user, "GET", "api/contents"), f"{user}'s home")
+        assert home["path"] == "" and home["type"] == "directory"
+        assert os.stat(f"/proc/{pid}").st_uid == os.stat(site.home(user)).st_uid, user
+    # a student's token opens no other user's server (the instructor, a hub admin, may open any)
+    for student in STUDENTS:
+        for other in set(USERS) - {student}:
+            status, _, _ = hub.request("GET", f"/user/{other}/api/contents", token=hub.tokens[student])
+            assert status == 403, f"{student}'s token opened {other}'s server: {status}"
+    # students: nbgrader's Assignment List and Validate, never formgrader; the instructor: formgrader
+    for student in STUDENTS:
+        assert hub.user_api(student, "GET", f"assignments?course_id={COURSE_ID}")[0] == 200
+        assert hub.user_api(student, "GET", "formgrader/api/status")[0] == 404
+        # Validate's handler is there (a server without the extension answers 404 to this path)
+        assert hub.user_api(student, "POST", "assignments/validate", body={"path": "none.ipynb"})[0] != 404
+    assert formgrader(hub, "GET", "status")["status"] is True
+    # the iframe rule of JupyterHub >= 4.1: students keep 'none', the instructor's server frames itself
+    assert "frame-ancestors 'none'" in hub.user_api(STUDENTS[0], "GET", "lab")[2]["Content-Security-Policy"]
+    assert hub.user_api(INSTRUCTOR, "GET", "formgrader")[2]["Content-Security-Policy"] == "frame-ancestors 'self'"
+
+
+def test_a_student_fetches_ch11_in_the_assignment_list(hub, released):
+    """Chromium, logged in to the hub as a student: Nbgrader > Assignment List > Fetch."""
+    async def scenario(browser):
+        page = await log_in(browser, hub, BROWSER_STUDENT)
+        await open_nbgrader_panel(page, "Assignment List")
+        released_list = page.locator("#released_assignments_list")
+        await released_list.get_by_text(ASSIGNMENT).wait_for(timeout=60_000)
+        await page.screenshot(path=str(ARTIFACTS / "hub-student-assignment-list.png"))
+        await released_list.get_by_role("button", name="Fetch").click()
+        await page.locator("#fetched_assignments_list").get_by_text(ASSIGNMENT).wait_for(timeout=60_000)
+        await page.screenshot(path=str(ARTIFACTS / "hub-student-fetched.png"))
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    in_browser(scenario)
+    fetched = read_notebook(hub, BROWSER_STUDENT, f"{ASSIGNMENT}/{NOTEBOOK}.ipynb")
+    assert [c.source for c in fetched.cells] == [c.source for c in released.cells]
+    assert [a["status"] for a in listed(hub, BROWSER_STUDENT)] == ["fetched"]
+
+
+def test_students_submit_and_the_instructor_collects_and_grades(hub, site, graded):
+    expected = graded["expected"]
+    submissions = {s["student"]: s for s in formgrader(hub, "GET", f"submissions/{ASSIGNMENT}")}
+    assert sorted(s for s in submissions if submissions[s]["submitted"]) == sorted(STUDENTS)
+    for student in STUDENTS:
+        assert submissions[student]["code_score"] == pytest.approx(expected[student]), (student, graded["output"])
+    # the grade was written by the instructor's account, in the instructor's course folder
+    assert (site.course / "submitted" / STUDENTS[0] / ASSIGNMENT / f"{NOTEBOOK}.ipynb").exists()
+    assert os.stat(site.course / "autograded").st_uid == os.stat(site.home(INSTRUCTOR)).st_uid
+
+
+def _feedback_html(hub: Hub, student: str) -> list[str]:
+    folder = ok(hub.user_api(student, "GET", f"api/contents/{ASSIGNMENT}/feedback"), f"{student}'s feedback")
+    pages = []
+    for stamp in folder["content"]:
+        for item in ok(hub.user_api(student, "GET", f"api/contents/{stamp['path']}"), "feedback")["content"]:
+            pages.append((item["name"], ok(hub.user_api(student, "GET", f"api/contents/{item['path']}?type=file&format=text"),
+                                           item["path"])["content"]))
+    return pages
+
+
+def test_each_student_fetches_their_own_feedback_and_no_one_elses(hub, graded):
+    expected = graded["expected"]
+    for student in STUDENTS:
+        nbgrader_action(hub, student, "fetch_feedback")
+        pages = _feedback_html(hub, student)
+        assert [name for name, _ in pages] == [f"{NOTEBOOK}.html"], (student, pages and pages[0][0])
+        html = pages[0][1]
+        # each autograded test cell's score, as the feedback shows it, adds up to this student's score
+        scores = [float(x) for x in re.findall(r"Score: ([\d.]+) / [\d.]+", html)]
+        assert sum(scores) == pytest.approx(expected[student]), (student, scores)
+        for other in set(STUDENTS) - {student}:
+            assert other not in html
+    # the exchange's feedback folder can be entered but not listed: a student opens only the file whose
+    # name is the hash of their own submission
+    for student in STUDENTS:
+        feedback = hub.site.exchange / COURSE_ID / "feedback"
+        assert run_as(student, "ls", str(feedback)).returncode != 0
+
+
+def test_students_cannot_read_each_others_work_nor_the_instructors_source(hub, site, submitted):
+    inbound = site.exchange / COURSE_ID / "inbound"
+    mine, theirs = STUDENTS[1], STUDENTS[0]
+    for command in (["ls", str(inbound)],                                                    # the submissions
+                    ["ls", str(site.home(theirs))],                                          # another's home
+                    ["cat", str(site.home(theirs) / ASSIGNMENT / f"{NOTEBOOK}.ipynb")],      # their answers
+                    ["cat", str(site.course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb")],  # the source
+                    ["ls", str(site.course / "submitted")]):
+        result = run_as(mine, *command)
+        assert result.returncode != 0 and "Permission denied" in result.stderr, (command, result.stdout[:500])
+    # the student's server cannot show them either: a link in their home to another's work is refused
+    for name, target in (("peek-home", site.home(theirs) / ASSIGNMENT), ("peek-inbound", inbound),
+                         ("peek-source", site.course / "source" / ASSIGNMENT)):
+        run_as(mine, "ln", "-sfn", str(target), str(site.home(mine) / name), check=True)
+        status, body, _ = hub.user_api(mine, "GET", f"api/contents/{name}")
+        assert status in (403, 404), (name, status, str(body)[:300])
+    # ... while the instructor reads every submission (collect copied them into the course)
+    assert run_as(INSTRUCTOR, "ls", str(inbound)).returncode == 0
+
+
+def test_formgrader_opens_in_jupyterlab_and_a_manual_grade_shows_in_the_export(hub, site, graded):
+    before = export_rows(hub, site)
+    student = STUDENTS[0]
+    assert before[student]["status"] == "pending manual grading", before[student]
+    notebook_id = next(s["id"] for s in formgrader(hub, "GET", f"submitted_notebooks/{ASSIGNMENT}/{NOTEBOOK}")
+                       if s["student"] == student)
+    manual = next(c for c in _source().cells if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade"))
+    points = manual.metadata.nbgrader["points"]
+
+    async def scenario(browser):
+        page = await log_in(browser, hub, INSTRUCTOR)
+        # the formgrader panel of JupyterLab is an iframe of the instructor's server: blank if the hub's
+        # frame-ancestors rule were left as is
+        await open_nbgrader_panel(page, "Formgrader")
+        frame = page.frame_locator("iframe").first
+        await frame.get_by_text("Manage Assignments").first.wait_for(timeout=60_000)
+        await frame.get_by_text(ASSIGNMENT).first.wait_for(timeout=60_000)
+        await page.screenshot(path=str(ARTIFACTS / "hub-formgrader-panel.png"))
+        # grading a written answer: formgrader's page of this submission, in a tab of its own
+        await page.goto(f"{hub.url}/user/{INSTRUCTOR}/formgrader/submissions/{notebook_id}/?index=0",
+                        wait_until="domcontentloaded")
+        score = page.locator(f"input.score#{manual.metadata.nbgrader['grade_id']}")
+        await score.wait_for(timeout=60_000)
+        await score.fill(str(points))
+        await score.press("Tab")  # formgrader saves a score when the field loses focus
+        await page.wait_for_timeout(1500)
+        await page.screenshot(path=str(ARTIFACTS / "hub-formgrader-manual-grade.png"), full_page=True)
+
+    in_browser(scenario)
+    grade = next(g for g in formgrader(hub, "GET", f"grades?submission_id={notebook_id}")
+                 if g["name"] == manual.metadata.nbgrader["grade_id"])
+    assert grade["manual_score"] == points
+    after = export_rows(hub, site)[student]
+    assert after["status"] == "complete", after
+    assert float(after["score"]) == pytest.approx(graded["expected"][student] + points)
+
+
+def test_the_hub_restarted_keeps_users_servers_files_and_submissions(hub, site, graded):
+    submissions_before = sorted(p.name for p in (site.exchange / COURSE_ID / "inbound").iterdir())
+    pids = {user: hub.server_pid(user) for user in USERS}
+    hub.stop()
+    with pytest.raises(OSError):  # nothing answers: the hub and its proxy are gone
+        hub.request("GET", "/hub/api/", timeout=5)
+    hub.start()
+    # the users and their tokens came back from the hub's database; their servers never stopped
+    status, users, _ = hub.request("GET", "/hub/api/users", token=hub.tokens[INSTRUCTOR])
+    assert status == 200 and {u["name"] for u in users} == set(USERS)
+    for user in USERS:
+        assert hub.server_ready(user), user
+        assert hub.server_pid(user) == pids[user]
+    for student in STUDENTS:
+        read_notebook(hub, student, f"{ASSIGNMENT}/{NOTEBOOK}.ipynb")
+        assert "submitted" in {a["status"] for a in listed(hub, student)}, student
+    assert sorted(p.name for p in (site.exchange / COURSE_ID / "inbound").iterdir()) == submissions_before
+    assert {s["student"] for s in formgrader(hub, "GET", f"submissions/{ASSIGNMENT}") if s["submitted"]} == set(STUDENTS)
