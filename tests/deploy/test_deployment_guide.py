@@ -238,8 +238,9 @@ def test_z2jh_values_give_the_grader_alone_the_course_the_gradebook_and_the_sand
     hook, uid = config["c"].KubeSpawner.pre_spawn_hook, config["c"].KubeSpawner.uid
 
     grader, alice, bob = _stand_in_pod(GRADER, 1), _stand_in_pod("alice", 2), _stand_in_pod("bob", 3)
-    for pod in (grader, alice, bob):
+    for pod in (grader, alice, bob, grader):  # the hub keeps a spawner from one start to the next
         hook(pod)
+    assert [volume["name"] for volume in grader.volumes] == ["course"] and grader.args == ["--allow-root"]
     assert grader.image == config["GRADER_IMAGE"] and alice.image == "student"
     assert grader.environment["LMPOLICY_GRADEBOOK_URL"] == {"valueFrom": config["GRADEBOOK_SECRET"]}
     assert grader.container_security_context["capabilities"]["add"] == ["SYS_ADMIN"]
@@ -273,6 +274,9 @@ def test_z2jh_grader_workers_and_storage_agree_on_volumes_paths_secret_and_retri
     assert worker_course["persistentVolumeClaim"]["claimName"] == course["persistentVolumeClaim"]["claimName"]
     assert course["persistentVolumeClaim"]["claimName"] in claims
     assert worker["volumeMounts"][0]["mountPath"] == course_mount["mountPath"] == config["COURSE_MOUNT"]
+    # the instructor's nbgrader configuration looks for the course at $HOME/$LMPOLICY_COURSE_FOLDER
+    (home,) = re.findall(r"^ENV .*\bHOME=(\S+)", _text(Z2JH / "Dockerfile"), re.MULTILINE)
+    assert Path(home) / grader.environment["LMPOLICY_COURSE_FOLDER"] == Path(config["COURSE_MOUNT"])
     exchange_claim = _values()["singleuser"]["storage"]["extraVolumes"][0]["persistentVolumeClaim"]["claimName"]
     assert exchange_claim in claims
 
