@@ -18,6 +18,7 @@ the submission's own answers wrong or missing, never change how the trusted test
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib
 import sys
 import traceback
@@ -30,6 +31,9 @@ from lmpolicy_grader import channel
 
 TARGET = "lmpolicy_grader.calls"
 IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+# What the tests may call through the channel; any other value (a model, a callable object) must
+# cross in the safe form or not at all.
+FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)
 MAX_FRAMES = 2
 KEPT_GRAPHS = 64  # calls whose autograd graph is kept for a later vjp
 
@@ -86,7 +90,7 @@ class CallServer:
             if (name.startswith("_") or name in skip or name in IPYTHON_NAMES or hasattr(builtins, name)
                     or isinstance(value, (types.ModuleType, type))):
                 continue
-            if callable(value):
+            if isinstance(value, FUNCTION_TYPES):
                 names[name] = {"kind": "function"}
                 continue
             try:

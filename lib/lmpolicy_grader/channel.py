@@ -186,7 +186,7 @@ class Decoder:
             try:
                 return int(text) if tag == "int" else float(text)
             except ValueError:
-                raise NotDecodable(f"{text!r:.40} is not a {tag}") from None
+                raise NotDecodable(f"{text!r:.40} is not a number ({tag})") from None
         if tag in ("list", "tuple"):
             items = node.get("v")
             if type(items) is not list:

@@ -41,7 +41,7 @@ from lmpolicy import checks
 from lmpolicy_grader import channel
 from lmpolicy_grader.call_server import TARGET
 
-HANDSHAKE_SECONDS = 30
+HANDSHAKE_SECONDS = 10
 INTERRUPT_GRACE_SECONDS = 10
 HEARTBEAT_EVERY = 2.0
 

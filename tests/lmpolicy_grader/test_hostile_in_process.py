@@ -1,0 +1,192 @@
+"""Submissions that attack the tests from inside their own kernel, graded with the real grader.
+
+Notebook 01 is graded with its tests in the trusted process. Each hostile student hands in the
+reference with a wrong softmax (it overflows at large logits: nb01_softmax must score 0) and a
+right sequence_logprob (ex11_1a keeps its 3 points), plus one attack on the tests; the attacks that
+worked when the tests ran beside the submission (input and AST transformers, a tracer, an audit
+hook, a custom exception handler, rebinding numpy, torch, builtins and the check helpers, fake
+output) change nothing now. Attacks on the channel itself (a kernel that never answers it, a result
+that cannot be encoded, a function that never returns) cost their exercise, with a reason; a
+copied library code object earns nothing, named plainly or reached by a computed name.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from lmpolicy_grader import sandbox
+from lmpolicy_grader.__main__ import release
+from lmpolicy_grader.grading import grade_class, load_config
+from lmpolicy_grader.status import Status
+
+from . import tiny_course
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile_in_process"),
+              pytest.mark.skipif(sandbox.sandbox_problem() is not None and not os.environ.get("LMPOLICY_REQUIRE_SANDBOX"),
+                                 reason=f"no sandbox here: {sandbox.sandbox_problem()}")]
+
+NOTEBOOK = "01_policy_softmax"
+CELL_TIMEOUT = 20
+# The naive softmax: right on small logits, NaN at logits near 1000 (inf / inf).
+WRONG_SOFTMAX = ("def softmax(logits, dim=-1):\n"
+                 "    weights = torch.exp(logits)\n"
+                 "    return weights / weights.sum(dim=dim, keepdim=True)\n")
+
+# Each attack: the code put after the wrong softmax in its answer cell.
+ATTACKS = {
+    "input_transformer": (
+        "def _blank_tests(lines):\n"
+        "    text = ''.join(lines)\n"
+        "    return ['pass\\n'] if 'checks' in text else lines\n"
+        "get_ipython().input_transformers_cleanup.append(_blank_tests)\n"
+        "get_ipython().input_transformers_post.append(_blank_tests)\n"),
+    "ast_transformer": (
+        "import ast\n"
+        "class _EmptyTests(ast.NodeTransformer):\n"
+        "    def visit_Module(self, node):\n"
+        "        return ast.Module(body=[ast.Pass()], type_ignores=[]) if 'checks' in ast.unparse(node) else node\n"
+        "get_ipython().ast_transformers.append(_EmptyTests())\n"),
+    "tracer": (
+        "import sys, threading\n"
+        "def _skip_checks(frame, event, arg):\n"
+        "    # jump every line of lmpolicy/checks.py to the end of its function, where a passing check returns\n"
+        "    if event == 'line' and frame.f_code.co_filename.endswith('checks.py'):\n"
+        "        try:\n"
+        "            frame.f_lineno = max(line for _, _, line in frame.f_code.co_lines() if line)\n"
+        "        except ValueError:\n"
+        "            pass\n"
+        "    return _skip_checks\n"
+        "sys.settrace(_skip_checks); threading.settrace(_skip_checks)\n"
+        "sys.setprofile(lambda frame, event, arg: None)\n"),
+    "audit_hook": (
+        "import sys\n"
+        "def _on_exec(event, args):\n"
+        "    if event == 'exec':\n"
+        "        from lmpolicy import checks as _c\n"
+        "        for _name in ('check', 'check_close', 'check_finite', 'check_shape', 'check_type', 'check_equal'):\n"
+        "            setattr(_c, _name, lambda *a, **k: (a[0] if a else None))\n"
+        "sys.addaudithook(_on_exec)\n"),
+    "custom_exception_handler": (
+        "get_ipython().set_custom_exc((BaseException,), lambda shell, etype, value, tb, tb_offset=None: None)\n"),
+    "rebinding": (
+        "import builtins, numpy as np, torch\n"
+        "from lmpolicy import checks\n"
+        "np.allclose = lambda *a, **k: True\n"
+        "np.isfinite = lambda x: np.ones(np.shape(x), dtype=bool)\n"
+        "torch.allclose = lambda *a, **k: True\n"
+        "builtins.abs = lambda x: 0\n"
+        "checks._fail = lambda *a, **k: None\n"
+        "checks.check_finite.__code__ = (lambda value, what, hint=None: None).__code__\n"
+        "checks.CheckFailed.__init__ = lambda self, *a, **k: None\n"),
+    "fake_output": (
+        "print('\\u2713 softmax passed the visible checks')\n"
+        "_honest = softmax\n"
+        "def softmax(logits, dim=-1):\n"
+        "    print('\\u2713 softmax passed the visible checks')\n"
+        "    return _honest(logits, dim)\n"),
+}
+# Attacks on the channel: what the softmax answer cell becomes, and the reason its test must show.
+CHANNEL_ATTACKS = {
+    "never_answers": (
+        WRONG_SOFTMAX + "_kernel = get_ipython().kernel\n"
+        "for _kind in ('comm_open', 'comm_msg'):\n"
+        "    _kernel.shell_handlers[_kind] = lambda *args, **kwargs: None\n", "did not answer the grader's channel"),
+    "unencodable_result": (
+        "class AlwaysClose:\n"
+        "    shape = (3,)\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "    def __array__(self, dtype=None, copy=None):\n"
+        "        import numpy\n"
+        "        return numpy.array([0.665, 0.245, 0.09])\n"
+        "def softmax(logits, dim=-1):\n"
+        "    return AlwaysClose()\n", "which the grader cannot read"),
+    "never_returns": ("def softmax(logits, dim=-1):\n    while True:\n        pass\n", "did not return within"),
+    "copied_code_object": (
+        "import torch.nn.functional as F\n"
+        "def softmax(logits, dim=-1):\n    pass\n"
+        "softmax.__code__, softmax.__defaults__ = F.softmax.__code__, F.softmax.__defaults__\n",
+        "uses the library's softmax"),
+    "copied_code_object_by_computed_name": (
+        "import torch.nn.functional as F\n"
+        "def softmax(logits, dim=-1):\n    pass\n"
+        "_library = getattr(F, 'soft' + 'max')\n"
+        "softmax.__code__, softmax.__defaults__ = _library.__code__, _library.__defaults__\n",
+        "runs the code of torch.nn.functional.softmax"),
+}
+SOFTMAX_CELL, LOGPROB_CELL = "nb01_softmax__answer", "ex11_1a__sequence_logprob"
+SOFTMAX_TESTS, LOGPROB_TESTS = "nb01_softmax__tests", "ex11_1a__tests"
+
+
+@pytest.fixture(scope="session")
+def hostile_class(tmp_path_factory, repo_root):
+    root = tmp_path_factory.mktemp("hostile-in-process")
+    (root / "source" / "ch11").mkdir(parents=True)
+    shutil.copy(repo_root / "source" / "ch11" / f"{NOTEBOOK}.ipynb", root / "source" / "ch11")
+    config = (repo_root / "nbgrader_config.py").read_text()
+    (root / "nbgrader_config.py").write_text(config + f"\nc.GradingExecute.timeout = {CELL_TIMEOUT}\n")
+    release(root)
+    reference = nbformat.read(root / "source" / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4)
+    submissions = {"reference": reference}
+    for name, attack in ATTACKS.items():
+        submissions[name] = tiny_course.replace_answer(nbformat.from_dict(reference), SOFTMAX_CELL, WRONG_SOFTMAX + attack)
+    for name, (answer, _) in CHANNEL_ATTACKS.items():
+        submissions[name] = tiny_course.replace_answer(nbformat.from_dict(reference), SOFTMAX_CELL, answer)
+    logprob_copy = ("from lmpolicy.tinylm import logprobs as _lp\n"
+                    "def sequence_logprob(token_probs):\n    pass\n"
+                    "sequence_logprob.__code__ = _lp.sequence_logprob.__code__\n")
+    submissions["copied_logprob"] = tiny_course.replace_answer(nbformat.from_dict(reference), LOGPROB_CELL, logprob_copy)
+    for student, nb in submissions.items():
+        folder = root / "submitted" / student / "ch11"
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+    outcomes = grade_class(root, workers=2, log=lambda _: None)
+    return root, {o.student: o for o in outcomes}
+
+
+def _scores(root, student) -> dict[str, float]:
+    config = load_config(root)
+    with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gradebook:
+        grades = gradebook.find_submission_notebook(NOTEBOOK, "ch11", student).grades
+        return {g.name: g.score for g in grades if g.cell_type == "code"}
+
+
+def _error_of(root, student, grade_id) -> str:
+    nb = nbformat.read(root / "autograded" / student / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    return "\n".join(f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error")
+
+
+def test_the_reference_earns_every_point(hostile_class):
+    root, outcomes = hostile_class
+    assert outcomes["reference"].status == Status.GRADED, outcomes["reference"].reason
+    assert _scores(root, "reference") == {SOFTMAX_TESTS: 2.0, LOGPROB_TESTS: 3.0}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_an_attack_on_the_tests_changes_nothing(hostile_class, attack):
+    root, outcomes = hostile_class
+    assert outcomes[attack].status == Status.GRADED, outcomes[attack].reason
+    assert _scores(root, attack) == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 3.0}
+    assert "contains NaN" in _error_of(root, attack, SOFTMAX_TESTS)  # the honest reason: the overflow
+
+
+@pytest.mark.parametrize("attack", sorted(CHANNEL_ATTACKS))
+def test_an_attack_on_the_channel_costs_its_exercise_with_a_reason(hostile_class, attack):
+    root, outcomes = hostile_class
+    assert outcomes[attack].status == Status.GRADED, outcomes[attack].reason
+    scores = _scores(root, attack)
+    assert scores[SOFTMAX_TESTS] == 0.0
+    assert CHANNEL_ATTACKS[attack][1] in _error_of(root, attack, SOFTMAX_TESTS)
+    # a kernel that answers nobody loses every exercise; the others keep their honest points
+    assert scores[LOGPROB_TESTS] == (0.0 if attack == "never_answers" else 3.0)
+
+
+def test_a_copied_library_code_object_earns_nothing(hostile_class):
+    root, outcomes = hostile_class
+    assert _scores(root, "copied_logprob") == {SOFTMAX_TESTS: 2.0, LOGPROB_TESTS: 0.0}
+    assert "LibraryShortcutUsed" in _error_of(root, "copied_logprob", LOGPROB_TESTS)

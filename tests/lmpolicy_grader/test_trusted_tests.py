@@ -1,0 +1,350 @@
+"""The tests' own process: the channel's safe form, calls into a real grading kernel, and grading.
+
+- ``channel``: every kind of value survives a round trip; what is outside the safe form is refused
+  by name; a forged header cannot make decoding build anything else.
+- ``trusted_tests.Channel`` against a real kernel with ``call_server`` loaded: results, arguments
+  as the call left them, a generator that advanced, a gradient through the submission's function,
+  the submission's exceptions in its own words, and the no-credit rule.
+- a reference notebook graded with its tests in the trusted process earns every point, and every
+  example submission scores exactly what it scores with the tests in the grading kernel.
+"""
+from __future__ import annotations
+
+import math
+import shutil
+import textwrap
+from collections import defaultdict
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+from nbgrader.api import Gradebook
+
+from lmpolicy import checks
+from lmpolicy_grader import channel, trusted_tests
+from lmpolicy_grader.kernel import KERNEL_NAME, install_grading_kernel
+from lmpolicy_grader.status import Status
+
+# --- the safe form -------------------------------------------------------------------------------------
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return (isinstance(b, torch.Tensor) and a.dtype == b.dtype and a.shape == b.shape
+                and a.requires_grad == b.requires_grad and torch.equal(a.detach(), b.detach()))
+    if isinstance(a, np.ndarray):
+        return (isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape
+                and np.array_equal(a, b))
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return type(b) is dict and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b and repr(a) == repr(b)  # repr: -0.0 is not 0.0
+
+
+ROUND_TRIPS = {
+    "atoms": [None, True, False, 0, -7, 2**100, "π ≠ 3"],
+    "floats": [0.0, -0.0, 1.5, float("inf"), float("-inf"), 1e-320],
+    "nan": float("nan"),
+    "containers": {"a": [1, (2.0, "three")], 4: {"nested": ()}, None: [], 2.5: True},
+    "arrays": [np.arange(12, dtype=np.int64).reshape(3, 4), np.array([[1.5, -np.inf]], dtype=np.float32),
+               np.array(3.25), np.zeros((0, 5)), np.array([True, False]), np.array([1 + 2j], dtype=np.complex64),
+               np.asfortranarray(np.arange(6.0).reshape(2, 3))],
+    "numpy scalars": [np.float64(2.5), np.int32(-3), np.bool_(True)],
+    "tensors": [torch.tensor([1.0, -math.inf, 0.5], dtype=torch.float64), torch.arange(6).reshape(2, 3),
+                torch.tensor(3.0), torch.zeros(0, 2), torch.tensor([True, False]),
+                torch.tensor([1.5, 2.5], dtype=torch.bfloat16), torch.tensor([0.1], dtype=torch.float16),
+                torch.arange(12.0).reshape(3, 4).t(), torch.tensor([2.0, 3.0]).requires_grad_()],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_TRIPS))
+def test_values_survive_a_round_trip(name):
+    value = ROUND_TRIPS[name]
+    header, buffers = channel.encode(value)
+    assert _same(value, channel.decode(header, buffers))
+
+
+def test_a_generator_state_survives_and_draws_the_same_numbers():
+    generator = torch.Generator().manual_seed(1234)
+    torch.rand(5, generator=generator)
+    copy = channel.decode(*channel.encode(generator))
+    assert torch.equal(torch.rand(8, generator=copy), torch.rand(8, generator=generator))
+
+
+class _Sneaky:
+    def __eq__(self, other):
+        return True
+
+
+@pytest.mark.parametrize("value,named", [
+    (_Sneaky(), "_Sneaky"), ([1, {"x": lambda: 0}], "function"), (np.array([object()], dtype=object), "dtype object"),
+    ({(1, 2): 3}, "key of type tuple"), (torch.nn.Linear(2, 2), "Linear"), (b"bytes", "bytes"),
+])
+def test_values_outside_the_safe_form_are_refused_by_name(value, named):
+    with pytest.raises(channel.NotEncodable, match=named):
+        channel.encode(value)
+
+
+def _tensor_header(**changes):
+    header, buffers = channel.encode(torch.arange(4, dtype=torch.float32))
+    return {**header, **changes}, buffers
+
+
+@pytest.mark.parametrize("header,buffers,complaint", [
+    (*_tensor_header(shape=[5]), "needs 20 bytes"),
+    (*_tensor_header(shape=[-4]), "non-negative"),
+    (*_tensor_header(dtype="object"), "dtype"),
+    (*_tensor_header(b=3), "buffer index"),
+    ({"t": "ndarray", "dtype": "O", "shape": [1], "b": 0}, [b"\0" * 8], "not a numeric dtype"),
+    ({"t": "ndarray", "dtype": "<U4", "shape": [1], "b": 0}, [b"\0" * 16], "not a numeric dtype"),
+    ({"t": "pickle", "v": "cos\nsystem\n"}, [], "unknown kind"),
+    ({"t": "atom", "v": {"t": "int"}}, [], "atom holds a dict"),
+    ({"t": "int", "v": "__import__('os')"}, [], "is not a number"),
+    ({"t": "generator", "b": 0}, [b"\1\2\3"], "generator state"),
+    ({"t": "list", "v": [{"t": "list", "v": []}] * 3}, [], None),
+])
+def test_a_forged_header_cannot_build_anything_else(header, buffers, complaint):
+    if complaint is None:  # a well-formed one for contrast
+        assert channel.decode(header, buffers) == [[], [], []]
+        return
+    with pytest.raises(channel.NotDecodable, match=complaint):
+        channel.decode(header, buffers)
+
+
+def test_nesting_past_the_limit_is_refused_both_ways():
+    deep = []
+    for _ in range(channel.MAX_DEPTH + 2):
+        deep = [deep]
+    with pytest.raises(channel.NotEncodable, match="nested"):
+        channel.encode(deep)
+    header = {"t": "list", "v": []}
+    for _ in range(channel.MAX_DEPTH + 2):
+        header = {"t": "list", "v": [header]}
+    with pytest.raises(channel.NotDecodable, match="nested"):
+        channel.decode(header, [])
+
+
+# --- the no-credit rule on the submission's source ------------------------------------------------------
+
+SHORTCUTS = {
+    "calls it": ("def softmax(x, dim=-1):\n    return torch.softmax(x, dim)", True),
+    "a method": ("def softmax(x, dim=-1):\n    return x.softmax(dim)", True),
+    "imports it": ("from lmpolicy.exact.temperature import softmax", True),
+    "an alias": ("softmax = F.softmax", True),
+    "through a helper": ("_h = F.softmax\n", True, "def softmax(x, dim=-1):\n    return _h(x, dim)"),
+    "a copied code object": ("def softmax(x, dim=-1):\n    pass\nsoftmax.__code__ = F.softmax.__code__", True),
+    "by a string": ("def softmax(x, dim=-1):\n    return getattr(torch, 'softmax')(x, dim)", True),
+    "magics in the cell": ("%time 1\nsoftmax = torch.softmax", True),
+    "honest": ("def softmax(x, dim=-1):\n    e = torch.exp(x - x.max(dim, keepdim=True).values)\n"
+               "    return e / e.sum(dim, keepdim=True)", False),
+    "honest, beside a demo that uses the library": ("def softmax(x, dim=-1):\n    return torch.exp(x) / torch.exp(x).sum()",
+                                                    False, "check = torch.softmax(z, -1)\nprint(softmax(z))"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHORTCUTS))
+def test_the_no_credit_rule_reads_the_submissions_source(case):
+    source, caught, *more = SHORTCUTS[case]
+    reason = trusted_tests.library_shortcut([source, *more], "softmax", {"softmax", "log_softmax"})
+    assert (reason is not None) == caught, reason
+    if caught:
+        assert "softmax" in reason
+
+
+# --- calls into a real grading kernel -------------------------------------------------------------------
+
+SUBMISSION = textwrap.dedent("""
+    import torch
+    import torch.nn.functional as F
+
+    def scale(x, factor=2.0):
+        return x * factor
+
+    def scale_in_place(x):
+        x.mul_(3)
+        return None
+
+    def draw(generator):
+        return torch.rand(3, generator=generator)
+
+    def switch_on_grad(x):
+        x.requires_grad_(True)
+        return x.sum()
+
+    def cube(x):
+        return (x ** 3, {"twice": 2 * x})
+
+    def broken(x):
+        raise ValueError("the student's own bug")
+
+    def stub(x):
+        raise NotImplementedError
+
+    def opaque(x):
+        return object()
+
+    def uses_library(x):
+        return F.softmax(x, -1)
+
+    def copied(x, dim=None):
+        pass
+    copied.__code__, copied.__defaults__ = F.softmax.__code__, F.softmax.__defaults__
+
+    answer = {"k": [1.5, "two"]}
+    model = torch.nn.Linear(2, 2)
+""")
+
+
+@pytest.fixture(scope="module")
+def submission_channel(tmp_path_factory):
+    kernels = tmp_path_factory.mktemp("kernels")
+    install_grading_kernel(kernels)  # the grading kernel's command line (limits, call_server), no sandbox
+    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        reply = kc.execute_interactive(SUBMISSION, timeout=60)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        info = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in km.get_connection_info().items()}
+        connection = trusted_tests.Channel(info, deadline_seconds=20)
+        assert connection.broken is None, connection.broken
+        yield connection
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def test_the_namespace_holds_proxies_values_and_unreadables(submission_channel):
+    found = submission_channel.namespace(skip={"torch", "F"})
+    assert isinstance(found["scale"], trusted_tests.SubmissionFunction) and found["scale"].__name__ == "scale"
+    assert found["answer"] == {"k": [1.5, "two"]}
+    assert isinstance(found["model"], trusted_tests.Unreadable) and "Linear" in repr(found["model"])
+
+
+def test_a_call_returns_the_result_in_the_safe_form(submission_channel):
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    got = submission_channel.call("scale", (x,), {"factor": 0.5})
+    assert torch.equal(got, x * 0.5) and got.dtype == torch.float64
+
+
+def test_arguments_come_back_as_the_call_left_them(submission_channel):
+    x = torch.tensor([1.0, 2.0])
+    assert submission_channel.call("scale_in_place", (x,), {}) is None
+    assert torch.equal(x, torch.tensor([3.0, 6.0]))
+    generator, twin = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    drawn = submission_channel.call("draw", (generator,), {})
+    assert torch.equal(drawn, torch.rand(3, generator=twin))
+    assert torch.equal(torch.rand(2, generator=generator), torch.rand(2, generator=twin))  # it advanced
+    y = torch.zeros(2)
+    submission_channel.call("switch_on_grad", (y,), {})
+    assert y.requires_grad
+
+
+def test_a_gradient_flows_back_through_the_submissions_process(submission_channel):
+    x = torch.tensor([0.5, -2.0], dtype=torch.float64, requires_grad=True)
+    cubed, parts = submission_channel.call("cube", (x,), {})
+    assert cubed.requires_grad and parts["twice"].requires_grad
+    (cubed.sum() + parts["twice"].sum()).backward()
+    assert torch.allclose(x.grad, 3 * x.detach() ** 2 + 2)
+
+
+def test_the_submissions_exceptions_come_back_in_its_words(submission_channel):
+    with pytest.raises(checks.StudentCodeRaised, match="raised ValueError: the student's own bug") as raised:
+        checks.call_student(trusted_tests.SubmissionFunction(submission_channel, "broken"), torch.zeros(1))
+    assert any("raise ValueError" in line for line in raised.value._details())
+    with pytest.raises(checks.StudentCodeRaised, match="not written yet"):
+        checks.call_student(trusted_tests.SubmissionFunction(submission_channel, "stub"), torch.zeros(1))
+    with pytest.raises(checks.StudentCodeRaised, match="which the grader cannot read"):
+        checks.call_student(trusted_tests.SubmissionFunction(submission_channel, "opaque"), torch.zeros(1))
+
+
+def test_a_blocked_library_function_gets_no_credit(submission_channel):
+    trusted_tests.SOURCES[:] = []  # no source to read: the submission's process blocks it during the call
+    x = torch.tensor([1.0, 2.0])
+    assert torch.allclose(submission_channel.call("uses_library", (x,), {}), torch.softmax(x, -1))
+    for name, says in [("uses_library", "calling torch.nn.functional.softmax gets no credit"),
+                       ("copied", "runs the code of torch.nn.functional.softmax")]:
+        with checks.no_library_shortcut(torch.nn.functional.softmax):
+            with pytest.raises(checks.LibraryShortcutUsed, match=says):
+                checks.call_student(trusted_tests.SubmissionFunction(submission_channel, name), x)
+
+
+# --- grading: the new way against the old ---------------------------------------------------------------
+
+GRADED_NOTEBOOKS = ("01_policy_softmax", "03_three_stages")
+STUDENTS = ("reference", "blank", "mistakes")
+
+
+def _course(root, repo_root, trusted: bool):
+    from lmpolicy_grader.__main__ import release
+    from lmpolicy_grader.examples import place_examples
+
+    (root / "source" / "ch11").mkdir(parents=True)
+    for name in GRADED_NOTEBOOKS:
+        shutil.copy(repo_root / "source" / "ch11" / f"{name}.ipynb", root / "source" / "ch11")
+    config = (repo_root / "nbgrader_config.py").read_text()
+    (root / "nbgrader_config.py").write_text(config + f"\nc.GradingExecute.tests_in_trusted_process = {trusted}\n")
+    release(root)
+    for student in place_examples(root):
+        if student not in STUDENTS:
+            shutil.rmtree(root / "submitted" / student)
+    return root
+
+
+def _scores(root) -> dict:
+    from lmpolicy_grader.grading import load_config
+
+    config = load_config(root)
+    found = defaultdict(dict)
+    with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gradebook:
+        for student in STUDENTS:
+            for name in GRADED_NOTEBOOKS:
+                for grade in gradebook.find_submission_notebook(name, "ch11", student).grades:
+                    if grade.cell_type == "code":
+                        found[student][grade.name] = grade.score
+    return dict(found)
+
+
+@pytest.fixture(scope="module")
+def both_ways(tmp_path_factory, repo_root):
+    from lmpolicy_grader.grading import grade_class
+
+    results = {}
+    for trusted in (True, False):
+        root = _course(tmp_path_factory.mktemp(f"trusted-{trusted}"), repo_root, trusted)
+        outcomes = grade_class(root, workers=2, log=lambda _: None)
+        results[trusted] = (root, outcomes, _scores(root))
+    return results
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("trusted_tests_grading")
+def test_the_reference_earns_every_point_with_tests_in_the_trusted_process(both_ways):
+    root, outcomes, _ = both_ways[True]
+    assert all(o.status == Status.GRADED for o in outcomes), [(o.student, o.notebook, o.reason) for o in outcomes]
+    nb = nbformat.read(root / "autograded" / "reference" / "ch11" / "01_policy_softmax.ipynb", as_version=4)
+    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
+    assert tests and not any(o.output_type == "error" for c in tests for o in c.outputs)
+    from lmpolicy_grader.grading import load_config
+    config = load_config(root)
+    with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gradebook:
+        for name in GRADED_NOTEBOOKS:
+            submission = gradebook.find_submission_notebook(name, "ch11", "reference")
+            assert submission.code_score == submission.max_code_score > 0, name
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("trusted_tests_grading")
+def test_every_example_scores_what_it_scores_with_tests_in_the_grading_kernel(both_ways):
+    _, _, trusted = both_ways[True]
+    _, _, in_kernel = both_ways[False]
+    assert trusted == in_kernel
+    assert any(score == 0 for score in trusted["mistakes"].values())  # the comparison includes failures
