@@ -5,8 +5,9 @@ docs/deployment.md ("The Littlest JupyterHub") gives the steps around it. TLJH k
 its SystemdSpawner (every hub user `<name>` runs as the Unix account `jupyter-<name>`), its proxy and
 its users' environment /opt/tljh/user; this file adds:
 
-- a grader account, GRADER, that owns the course folder and runs formgrader, and a role that lets the
-  instructors open, start and stop its server (JupyterHub's "collaboration account" pattern);
+- a grader account, GRADER, that owns the course folder and runs formgrader, that nobody can log in as,
+  and a role that lets the instructors open, start and stop its server (JupyterHub's "collaboration
+  account" pattern);
 - for that account only: the grader's own Python environment (lmpolicy_grader, which students must not
   be able to read), the instructor's Jupyter configuration (formgrader, Create Assignment) and the
   gradebook URL;
@@ -14,6 +15,8 @@ its users' environment /opt/tljh/user; this file adds:
 - for every server: where the shared exchange is.
 """
 from pathlib import Path
+
+from tornado import web
 
 c = get_config()  # noqa: F821  (provided by JupyterHub when it loads this file)
 
@@ -39,6 +42,17 @@ c.JupyterHub.load_roles.append({
     "scopes": [f"access:servers!user={GRADER}", f"admin:servers!user={GRADER}",
                "admin-ui", f"list:users!user={GRADER}"],
 })
+
+
+def _refuse_the_grader_account(authenticator, handler, authentication):
+    """Nobody logs in as the grader account (TLJH's default FirstUseAuthenticator would let the first
+    comer claim any name): instructors reach its server from their own login, through the role above."""
+    if authentication["name"] == GRADER:
+        raise web.HTTPError(403, f"{GRADER} is the course's grader account: open its server from your own login")
+    return authentication
+
+
+c.Authenticator.post_auth_hook = _refuse_the_grader_account
 
 
 def _is_grader(spawner) -> bool:

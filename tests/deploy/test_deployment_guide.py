@@ -219,6 +219,29 @@ def test_tljh_config_lets_instructors_in_and_gives_the_grader_alone_its_tools_an
         assert env["LMPOLICY_EXCHANGE"] == "/srv/nbgrader/exchange"
 
 
+def _logs_in(config, name: str) -> bool:
+    """Whether JupyterHub's own login pipeline (here behind its DummyAuthenticator) lets `name` in."""
+    import asyncio
+
+    from jupyterhub.auth import DummyAuthenticator
+    from tornado import web
+
+    authenticator = DummyAuthenticator(config=config, allow_all=True)
+    try:
+        return asyncio.run(authenticator.get_authenticated_user(None, {"username": name, "password": "x"})) is not None
+    except web.HTTPError as refused:
+        assert refused.status_code == 403 and GRADER in refused.log_message
+        return False
+
+
+def test_nobody_logs_in_as_the_grader_account_on_either_hub():
+    tljh, _ = _tljh_spawner("alice")
+    z2jh = _z2jh_hook()["c"]
+    for config in (tljh.config, z2jh):
+        assert not _logs_in(config, GRADER)
+        assert _logs_in(config, "alice")
+
+
 def _z2jh_hook():
     from traitlets.config import Config
 
