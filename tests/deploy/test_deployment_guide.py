@@ -169,6 +169,59 @@ def test_the_sandbox_check_the_guide_gives_runs_and_answers():
     assert out.stdout.strip(), "the check printed nothing"
 
 
+# --- the role configurations ----------------------------------------------------------------------
+
+# the guide's names of nbgrader's parts -> (its server extension, its lab plugin)
+_NBGRADER_PARTS = {
+    "Assignment List": ("nbgrader.server_extensions.assignment_list", "@jupyter/nbgrader:assignment-list"),
+    "Validate": ("nbgrader.server_extensions.validate_assignment", "@jupyter/nbgrader:validate-assignment"),
+    "Formgrader": ("nbgrader.server_extensions.formgrader", "@jupyter/nbgrader:formgrader"),
+    "Create Assignment": (None, "@jupyter/nbgrader:create-assignment"),
+    "Course List": ("nbgrader.server_extensions.course_list", "@jupyter/nbgrader:course-list"),
+}
+
+
+def _extension_table() -> dict[str, tuple[str, str]]:
+    """The guide's table of nbgrader parts per role: part -> (student, grader), e.g. ("on", "off")."""
+    rows = {}
+    for line in _text(GUIDE).splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        part = next((name for name in _NBGRADER_PARTS if cells[0].startswith(name)), None)
+        if part and len(cells) == 3:
+            rows[part] = (cells[1].split()[0], cells[2].split()[0])
+    return rows
+
+
+def _what_a_role_gets(monkeypatch, role: str) -> tuple[dict, set]:
+    """The server extensions Jupyter Server would load and the lab plugins JupyterLab would disable, for a
+    server started with the role's folder on JUPYTER_CONFIG_PATH (the way both hubs start them)."""
+    import logging
+
+    from jupyter_core.paths import jupyter_path
+    from jupyter_server.serverapp import ServerApp
+    from jupyterlab_server.config import get_page_config
+
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(ROOT / "deploy" / "singleuser" / role))
+    server = ServerApp()
+    server.load_config_file()
+    server.find_server_extensions()
+    page = get_page_config(jupyter_path("labextensions"), logger=logging.getLogger("page-config"))
+    return dict(server.jpserver_extensions), set(page.get("disabledExtensions", []))
+
+
+def test_each_role_folder_shows_the_nbgrader_parts_the_guide_says(monkeypatch):
+    table = _extension_table()
+    assert set(table) == set(_NBGRADER_PARTS), table
+    for column, role in enumerate(("student", "instructor")):
+        server, disabled_plugins = _what_a_role_gets(monkeypatch, role)
+        for part, (extension, plugin) in _NBGRADER_PARTS.items():
+            said = table[part][column]
+            if said == "as":  # "as installed": nbgrader enables every part when it is installed
+                said = "on"
+            on = plugin not in disabled_plugins and (extension is None or server.get(extension, False))
+            assert on == (said == "on"), f"{role}: the guide says {part} is {said}"
+
+
 # --- the hub configurations ----------------------------------------------------------------------
 
 def _valid_roles(roles_: list[dict]) -> None:
