@@ -4,8 +4,11 @@ Loaded as an IPython extension when the grading kernel starts (before any submit
 it registers the comm target ``lmpolicy_grader.calls``. The trusted test process opens one comm
 and sends requests, each a JSON header plus raw buffers in the form of ``channel.py``:
 
+- ``hello``: an empty answer (the trusted side's subscription is in place once one arrives);
 - ``namespace``: the submission's names (skipping those the tests define themselves): a function
-  is announced by name, any other value is sent in the safe form (or said to be unreadable);
+  is announced by name, any other value is sent in the safe form (or said to be unreadable); a
+  large value only if the test cell mentions its name (every reply also reaches the grader's own
+  client of this kernel, which must read it);
 - ``call``: call a function of the submission with arguments rebuilt from the safe form, while
   the library functions the tests name are blocked; answer with the result and the arguments as
   the call left them (or what it raised, with the submission's own frames);
@@ -35,6 +38,9 @@ IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 # cross in the safe form or not at all.
 FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial)
 MAX_FRAMES = 2
+# A value the test cell does not mention is sent only up to this size (``globals().get(name)`` in a
+# test names it in a string, which counts as a mention).
+SMALL_ITEMS, SMALL_BYTES = 200, 64 * 1024
 KEPT_GRAPHS = 64  # calls whose autograd graph is kept for a later vjp
 
 
@@ -83,8 +89,11 @@ class CallServer:
 
     # --- operations ------------------------------------------------------------------------------
 
+    def _op_hello(self, _data, _decoder, _encoder) -> dict:
+        return {}
+
     def _op_namespace(self, data, _decoder, encoder) -> dict:
-        skip = set(data.get("skip") or ())
+        skip, mentioned = set(data.get("skip") or ()), set(data.get("mentioned") or ())
         names = {}
         for name, value in list(self.shell.user_ns.items()):
             if (name.startswith("_") or name in skip or name in IPYTHON_NAMES or hasattr(builtins, name)
@@ -93,10 +102,12 @@ class CallServer:
             if isinstance(value, FUNCTION_TYPES):
                 names[name] = {"kind": "function"}
                 continue
+            small = {} if name in mentioned else {"max_items": SMALL_ITEMS, "max_bytes": SMALL_BYTES}
             try:
-                names[name] = {"kind": "value", "value": encoder.encode_one(value, name)}
+                names[name] = {"kind": "value", "value": encoder.encode_one(value, name, **small)}
             except channel.NotEncodable as error:
-                names[name] = {"kind": "unreadable", "why": str(error)[:300]}
+                if not small:
+                    names[name] = {"kind": "unreadable", "why": str(error)[:300]}
         return {"names": names}
 
     def _op_call(self, data, decoder, encoder) -> dict:

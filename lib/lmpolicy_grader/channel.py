@@ -62,11 +62,15 @@ class Encoder:
         self.size = 0
         self.items = 0
 
-    def encode_one(self, value, where: str):
-        """``value``'s header; on NotEncodable nothing of it stays in the buffers."""
+    def encode_one(self, value, where: str, max_items: int | None = None, max_bytes: int | None = None):
+        """``value``'s header; on NotEncodable (or past the limits given) nothing of it stays in the buffers."""
         state = (len(self.buffers), self.size, self.items)
         try:
-            return self.encode(value, where)
+            header = self.encode(value, where)
+            if (max_items is not None and self.items - state[2] > max_items) or \
+                    (max_bytes is not None and self.size - state[1] > max_bytes):
+                raise NotEncodable(f"{where} is larger than asked for")
+            return header
         except NotEncodable:
             del self.buffers[state[0]:]
             self.size, self.items = state[1], state[2]

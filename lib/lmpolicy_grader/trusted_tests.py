@@ -28,6 +28,7 @@ import ast
 import builtins
 import itertools
 import keyword
+import re
 import time
 import types
 import uuid
@@ -122,9 +123,9 @@ class Channel:
         """Until the SUB socket is subscribed, replies are lost: ask until one comes back."""
         give_up = time.monotonic() + HANDSHAKE_SECONDS
         while time.monotonic() < give_up:
-            request = self._send({"op": "namespace", "skip": []}, [])
+            request = self._send({"op": "hello"}, [])
             try:
-                self._wait(request, time.monotonic() + 0.5, interrupt=False)
+                self._wait(request, time.monotonic() + 1.0, interrupt=False)
                 return
             except CallTimedOut:
                 continue
@@ -197,8 +198,8 @@ class Channel:
 
     # --- operations ------------------------------------------------------------------------------
 
-    def namespace(self, skip) -> dict:
-        reply, buffers = self.request({"op": "namespace", "skip": sorted(skip)}, [])
+    def namespace(self, skip, mentioned=()) -> dict:
+        reply, buffers = self.request({"op": "namespace", "skip": sorted(skip), "mentioned": sorted(mentioned)}, [])
         names, decoder = reply.get("names"), channel.Decoder(buffers)
         if not isinstance(names, dict):
             raise ChannelError("the submission's kernel sent no namespace")
@@ -484,8 +485,11 @@ def connect(info: dict, sources: list[str], cell_seconds: float) -> str | None:
     return _CHANNEL.broken
 
 
-def bind(user_ns: dict) -> str | None:
-    """Before a test cell: the submission's current names into ``user_ns``; the reason if it fails."""
+def bind(user_ns: dict, cell_source: str = "") -> str | None:
+    """Before a test cell: the submission's current names into ``user_ns``; the reason if it fails.
+
+    Every function and small value comes; a large value only if ``cell_source`` mentions its name.
+    """
     for name, value in list(_INJECTED.items()):
         if user_ns.get(name) is value:
             del user_ns[name]
@@ -494,7 +498,7 @@ def bind(user_ns: dict) -> str | None:
         return "the channel to the submission's kernel is not open"
     _CHANNEL.new_cell()
     try:
-        found = _CHANNEL.namespace(set(user_ns))
+        found = _CHANNEL.namespace(set(user_ns), set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", cell_source)))
     except ChannelError as error:
         return f"the submission's names could not be read: {error}"
     for name, value in found.items():

@@ -198,6 +198,7 @@ SUBMISSION = textwrap.dedent("""
 
     answer = {"k": [1.5, "two"]}
     model = torch.nn.Linear(2, 2)
+    big = list(range(10_000))
 """)
 
 
@@ -223,10 +224,17 @@ def submission_channel(tmp_path_factory):
 
 
 def test_the_namespace_holds_proxies_values_and_unreadables(submission_channel):
-    found = submission_channel.namespace(skip={"torch", "F"})
-    assert isinstance(found["scale"], trusted_tests.SubmissionFunction) and found["scale"].__name__ == "scale"
+    found = submission_channel.namespace(skip={"torch", "F", "scale"}, mentioned={"model", "big"})
+    assert isinstance(found["cube"], trusted_tests.SubmissionFunction) and found["cube"].__name__ == "cube"
+    assert "scale" not in found  # a name the tests defined themselves
     assert found["answer"] == {"k": [1.5, "two"]}
     assert isinstance(found["model"], trusted_tests.Unreadable) and "Linear" in repr(found["model"])
+    assert found["big"] == list(range(10_000))
+
+
+def test_a_large_value_comes_only_when_the_test_cell_names_it(submission_channel):
+    found = submission_channel.namespace(skip=set())
+    assert "big" not in found and "model" not in found and found["answer"] == {"k": [1.5, "two"]}
 
 
 def test_a_call_returns_the_result_in_the_safe_form(submission_channel):

@@ -199,7 +199,7 @@ class GradingExecute(Execute):
         """A test cell in the trusted kernel, with the submission's current names bound through the channel."""
         self._trusted_client()
         problem = self._channel_problem or self._trusted_value(
-            "__import__('lmpolicy_grader.trusted_tests', fromlist=['bind']).bind(get_ipython().user_ns)",
+            f"__import__('lmpolicy_grader.trusted_tests', fromlist=['bind']).bind(get_ipython().user_ns, {cell.source!r})",
             "the submission's names")
         if problem:
             cell.outputs = [nbformat.v4.new_output("error", ename="SubmissionUnreachable", evalue=problem,
