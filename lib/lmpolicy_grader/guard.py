@@ -1,4 +1,9 @@
-"""The tamper guard: an IPython extension loaded by the grading kernel before any student code.
+"""The tamper guard: an IPython extension loaded by the grading kernel before any student code,
+for the notebooks whose tests still run in that kernel.
+
+A notebook in ``GradingExecute.trusted_notebooks`` does without it: its tests run in a process of
+their own, which the submission cannot rebind (``trusted_tests.py``), and its kernel does not load
+the guard. For the others:
 
 When the kernel starts it imports numpy, torch and the lmpolicy modules the tests use, and
 records what every function in them is. Before each test cell the grader asks ``verdict(...)``
@@ -14,7 +19,8 @@ The verdict lists what changed and puts the originals back, so one rebinding cos
 whose tests ran next, and the later exercises are graded with the real functions again.
 
 This catches rebinding, the cheap way to fake a pass. Code running in the same process can always
-do something more devious; `docs/instructors.md` says so.
+do something more devious (an input transformer, a tracer, a custom exception handler), which is
+why the tests move out of it notebook by notebook.
 """
 from __future__ import annotations
 
