@@ -278,9 +278,11 @@ def _explain(parsed, error, waited: float | None = None) -> str:
                 f"create it (createdb --owner {user} {parsed.database}) or correct the gradebook URL "
                 f"({URL_VARIABLE})")
     first_line = text.splitlines()[0] if text else type(error).__name__
+    if _is_unreachable(error) and waited:  # it answered before: it went away while we worked
+        return (f"the gradebook server {_where(parsed)} was unreachable for {waited:.0f} s ({first_line}); "
+                "nothing of this step was stored: grade again once the server is back")
     if _is_unreachable(error):
-        after = f" for {waited:.0f} s" if waited else ""
-        return (f"the gradebook server {_where(parsed)} was unreachable{after} ({first_line}): start it, or "
+        return (f"the gradebook server {_where(parsed)} was unreachable ({first_line}): start it, or "
                 f"correct the host and port in the gradebook URL ({URL_VARIABLE})")
     return f"the gradebook server {_where(parsed)} refused the connection: {first_line}"
 

@@ -30,9 +30,8 @@ MANUAL = "ex3__manual"
 # What the tiny course's specification says each kind of submission earns (ex1, ex2), or that it fails.
 EXPECTED = {"reference": {"ex1__tests": 2.0, "ex2__tests": 3.0},
             "wrong": {"ex1__tests": 0.0, "ex2__tests": 3.0},
-            "edited_cells": {"ex1__tests": 0.0, "ex2__tests": 3.0},
-            "duplicated_cells": {"ex1__tests": 2.0, "ex2__tests": 3.0},
-            "os_exit": None}
+            "edited_cells": {"ex1__tests": 0.0, "ex2__tests": 3.0},  # its locked cells come back from the gradebook
+            "os_exit": None}                                         # the kernel dies: FAILED, not 0
 ENV_URL_LINE = ('import os\nc.CourseDirectory.db_url = os.environ.get("LMPOLICY_GRADEBOOK_URL") or '
                 'c.CourseDirectory.db_url\n')
 
@@ -113,7 +112,7 @@ def _run_in_child(target, *args):
 
 @pytest.mark.slow
 def test_a_class_graded_into_postgresql_scores_as_in_sqlite(tmp_path, postgres_server):
-    submissions = {kind: kind for kind in EXPECTED}
+    submissions = {kind: kind for kind in ("reference", "edited_cells", "os_exit")}
     sqlite_root = make_course(tmp_path / "sqlite", None, submissions)
     pg_url = postgres_server.new_database("same_scores")
     pg_root = make_course(tmp_path / "postgres", pg_url, submissions)
@@ -125,7 +124,8 @@ def test_a_class_graded_into_postgresql_scores_as_in_sqlite(tmp_path, postgres_s
            {s: (o.status, o.reason) for s, o in sqlite_outcomes.items()}
     in_sqlite, in_pg = stored_grades(sqlite_url), stored_grades(pg_url)
     assert in_pg == in_sqlite
-    for student, expected in EXPECTED.items():
+    for student in submissions:
+        expected = EXPECTED[student]
         if expected is None:
             assert pg_outcomes[student].status == Status.FAILED
         else:
@@ -139,12 +139,15 @@ def test_a_class_graded_into_postgresql_scores_as_in_sqlite(tmp_path, postgres_s
 @pytest.mark.slow
 def test_two_grading_runs_and_a_manual_grader_at_once_lose_no_grade(tmp_path, postgres_server):
     url = postgres_server.new_database("concurrent")
-    marked = [f"marked{i}" for i in range(3)]            # graded before; a TA marks ex3 while the others run
-    first_run, second_run = [f"a{i}" for i in range(3)], [f"b{i}" for i in range(3)]
-    kinds = {s: ("reference" if i % 2 == 0 else "wrong") for i, s in enumerate(marked + first_run + second_run)}
+    marked = ["marked0", "marked1"]                      # handed in earlier: a TA marks their ex3 meanwhile
+    first_run, second_run = ["a0", "a1"], ["b0", "b1"]
+    kinds = {s: ("reference" if i % 2 == 0 else "wrong") for i, s in enumerate(first_run + second_run)}
     root = make_course(tmp_path / "course", url, kinds)
-    assert all(o.status == Status.GRADED for o in grade(root, students=marked).values())
-    (root / LOCK_FILE).unlink(missing_ok=True)  # only the runs below are asked to do without it
+    from nbgrader.api import Gradebook
+    with Gradebook(url, COURSE_ID) as gradebook:  # as `nbgrader collect` + autograde leave them, without the wait
+        for student in marked:
+            gradebook.add_student(student)
+            gradebook.add_submission(ASSIGNMENT, student)
 
     done_flag = tmp_path / "graders-done"
     marker = subprocess.Popen([sys.executable, "-c", MANUAL_GRADER, url, str(done_flag), *marked],
@@ -169,10 +172,9 @@ def test_two_grading_runs_and_a_manual_grader_at_once_lose_no_grade(tmp_path, po
     for student in first_run + second_run:
         assert auto_scores(grades[student]) == EXPECTED[kinds[student]], student
     for student in marked:
-        assert auto_scores(grades[student]) == EXPECTED[kinds[student]], student
         assert grades[student][MANUAL][1] == marks["last"][student], student  # the TA's last mark stands
     statuses = {o["student"]: o["status"] for o in json.loads((root / "grading_status.json").read_text())}
-    assert statuses == {s: Status.GRADED for s in marked + first_run + second_run}
+    assert statuses == {s: Status.GRADED for s in first_run + second_run}  # both runs' outcomes kept
     assert not (root / LOCK_FILE).exists(), "grading into PostgreSQL took the course's SQLite lock"
 
 
@@ -304,6 +306,7 @@ def _bare_course(root: Path, url: str | None) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_worker_takes_the_sqlite_lock_only_for_sqlite(tmp_path, postgres_server):
     sqlite_course = _bare_course(tmp_path / "sqlite", None)
     pg_course = _bare_course(tmp_path / "postgres", postgres_server.new_database("which_lock"))
@@ -312,6 +315,7 @@ def test_a_worker_takes_the_sqlite_lock_only_for_sqlite(tmp_path, postgres_serve
     assert not (pg_course / LOCK_FILE).exists()
 
 
+@pytest.mark.slow
 def test_workers_opening_an_empty_postgresql_gradebook_at_once_all_succeed(tmp_path, postgres_server):
     # Each nbgrader Gradebook creates the tables and the course row when they are missing: six workers
     # doing it at the same moment collide on PostgreSQL's catalog, and every one of them must still get in.
@@ -369,6 +373,7 @@ def _through_restarts(course_root: str, url: str, restarted, go_on) -> dict:
     return seen
 
 
+@pytest.mark.slow
 def test_a_worker_reconnects_after_a_restart_and_a_cut_transaction_stores_nothing(tmp_path, postgres_server):
     url = postgres_server.new_database("restarts")
     root = _bare_course(tmp_path, url)
@@ -392,7 +397,7 @@ def test_a_worker_reconnects_after_a_restart_and_a_cut_transaction_stores_nothin
 @pytest.mark.slow
 def test_grading_through_a_server_restart_and_an_outage_stores_nothing_half(tmp_path, postgres_server):
     url = postgres_server.new_database("restart_while_grading")
-    students = [f"s{i:02d}" for i in range(10)]
+    students = [f"s{i:02d}" for i in range(8)]
     kinds = {s: ("reference" if i % 2 == 0 else "wrong") for i, s in enumerate(students)}
     root = make_course(tmp_path, url, kinds)
     # workers wait 3 s for the server, so the 8 s outage below outlasts them and some notebooks cannot be stored
@@ -417,10 +422,10 @@ def test_grading_through_a_server_restart_and_an_outage_stores_nothing_half(tmp_
     assert sorted(outcomes) == students, output
     failed = [s for s, o in outcomes.items() if o["status"] != Status.GRADED]
     assert failed, f"no notebook was being graded during the outage:\n{output}"
+    reasons = {s: outcomes[s]["reason"] for s in failed}
     for student in failed:
-        reason = outcomes[student]["reason"]
-        assert outcomes[student]["status"] == Status.FAILED
-        assert "gradebook" in reason and "unreachable" in reason, reason
+        assert outcomes[student]["status"] == Status.FAILED, reasons
+        assert "gradebook" in reasons[student] and "unreachable" in reasons[student], reasons
     grades = stored_grades(url)
     for student in students:  # every notebook's grades are there whole or not at all
         scores = auto_scores(grades[student]) if student in grades else {}
