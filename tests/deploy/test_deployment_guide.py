@@ -17,6 +17,7 @@ import shlex
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -280,8 +281,12 @@ def _logs_in(config, name: str) -> bool:
     from tornado import web
 
     authenticator = DummyAuthenticator(config=config, allow_all=True)
+    login = authenticator.get_authenticated_user(None, {"username": name, "password": "x"})
     try:
-        return asyncio.run(authenticator.get_authenticated_user(None, {"username": name, "password": "x"})) is not None
+        # a loop of its own in a thread of its own: a browser test earlier in this worker may have left
+        # Playwright's loop running in this one
+        with ThreadPoolExecutor(1) as thread:
+            return thread.submit(asyncio.run, login).result() is not None
     except web.HTTPError as refused:
         assert refused.status_code == 403 and GRADER in refused.log_message
         return False
