@@ -1,7 +1,7 @@
 """Grading speed, measured side by side (run from the repository root):
 
-    .venv/bin/python bench/bench_grading.py [--part one|class|gradebook] [--students 20] [--workers 2]
-        [--notebooks 01_policy_softmax,07_logprob_plumbing]
+    .venv/bin/python bench/bench_grading.py [--part one|class|gradebook|engine] [--students 20] [--workers 2]
+        [--notebooks 01_policy_softmax,07_logprob_plumbing] [--sandbox on|off] [--class-size 40]
 
 1. A class of N students (copies of the reference, typical-mistakes and blank examples), graded
    (a) by stock `nbgrader autograde ch11 --force` in one process, and
@@ -17,6 +17,14 @@
    stores its grades), with SQLite's own locking alone and with the grader's ``.gradebook.lock``;
    then one session that holds its write transaction for 6 s while another process writes.
    Reported: seconds, failed sessions, and the rows that arrived.
+4. The grading engine (``--part engine``, not part of ``all``): a class of ``--class-size`` copies of the tiny
+   test course's reference (tests/lmpolicy_grader/tiny_course.py: one short notebook, so the engine's own
+   cost weighs the most), graded (a) by a plain pool of W forked processes calling ``grading.grade_unit``,
+   the way the grader worked before Dask, and (b) by ``grading.grade_class`` on a Dask LocalCluster of W
+   workers; both from start-up to the last notebook, feedback on, each in a fresh copy of the course.
+   Reported: seconds, notebooks per second, and the Dask overhead (b) / (a) - 1. Goal: at most 10%.
+
+``--sandbox off`` grades every part without the bubblewrap sandbox, to measure what it costs.
 
 Everything runs in a temporary copy of the course; the repository is not touched.
 """
@@ -107,26 +115,42 @@ class Settings:
     """worker processes of the course's grader (and writers of part 'gradebook')"""
     notebooks: str = ""
     """comma-separated subset of notebooks (empty: all)"""
-    part: Literal["both", "one", "class", "gradebook"] = "both"
-    """measure one submission, the class, both, or the gradebook under concurrent writers"""
+    part: Literal["both", "one", "class", "gradebook", "engine"] = "both"
+    """measure one submission, the class, both, the gradebook under concurrent writers, or the grading engine"""
     sessions: int = 100
     """submissions each writer of part 'gradebook' writes"""
+    sandbox: Literal["on", "off"] = "on"
+    """grade in the bubblewrap sandbox or without it (parts one, class and engine)"""
+    class_size: int = 40
+    """notebooks graded by part 'engine'"""
 
 
 def main(s: Settings) -> None:
-    print(f"machine: {os.cpu_count()} cores, {_cpu_model()}; notebooks: {s.notebooks or 'all'}")
+    print(f"machine: {os.cpu_count()} cores, {_cpu_model()}; notebooks: {s.notebooks or 'all'}; "
+          f"sandbox {s.sandbox}; {_load()}")
     if s.part == "gradebook":
         gradebook_contention(s.workers, s.sessions)
         return
+    if s.part == "engine":
+        grading_engine(s.class_size, s.workers, s.sandbox == "on")
+        return
     notebooks = [n for n in s.notebooks.split(",") if n]
     python, nbgrader = str(BIN / "python"), str(BIN / "nbgrader")
-    course = [python, "-m", "lmpolicy_grader", "grade", "--no-release", "--no-examples"]
+    course = [python, "-m", "lmpolicy_grader", "grade", "--no-release", "--no-examples", "--sandbox", s.sandbox]
+    # stock nbgrader reads the course config, whose kernel manager is the grader's: tell it the same
+    stock_sandbox = [] if s.sandbox == "on" else ["--GradingKernelManager.sandbox=False"]
     root = make_course(notebooks)
     if s.part != "class":
         one_submission(root, course, s.workers)
     if s.part != "one":
-        whole_class(root, course, nbgrader, s.students, s.workers)
+        whole_class(root, course, [nbgrader, *stock_sandbox], s.students, s.workers)
+    print(f"\n{_load()}")
     shutil.rmtree(root)
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.1f} / {five:.1f} / {fifteen:.1f} (1 / 5 / 15 min)"
 
 
 def one_submission(root: Path, course: list[str], workers: int) -> None:
@@ -139,9 +163,9 @@ def one_submission(root: Path, course: list[str], workers: int) -> None:
     print(f"  lmpolicy_grader grade, {workers} workers               {grade_one_w:7.1f} s   ratio {grade_one_w / bare:.2f}")
 
 
-def whole_class(root: Path, course: list[str], nbgrader: str, size: int, workers: int) -> None:
+def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, workers: int) -> None:
     students = make_class(root, size)
-    stock = _run([nbgrader, "autograde", "ch11", "--force", "--log-level=ERROR"], root)
+    stock = _run([*nbgrader, "autograde", "ch11", "--force", "--log-level=ERROR"], root)
     parallel = _run(course + ["--workers", str(workers), "--no-feedback"], root)
     print(f"\na class of {len(students)} (reference / mistakes / blank copies)")
     print(f"  stock nbgrader autograde, one process          {stock:7.1f} s")
@@ -169,7 +193,7 @@ def _writer(url: str, lock: str | None, name: str, sessions: int, hold_seconds: 
     import warnings
 
     from nbgrader.api import Gradebook
-    from lmpolicy_grader.grading import serialise_gradebook_sessions
+    from lmpolicy_grader.gradebook import serialise_gradebook_sessions
     warnings.simplefilter("ignore")  # nbgrader's SQLAlchemy warns on every submission
     if lock:
         serialise_gradebook_sessions(Path(lock))
@@ -228,6 +252,69 @@ def gradebook_contention(workers: int, sessions: int) -> None:
         seconds, failures, graded = _write_at_once([("slow", 1, 6.0), ("other", 1, 0.0)], locked)
         print(f"  {'with .gradebook.lock' if locked else 'SQLite locking alone':22} {seconds:6.1f} s   "
               f"{len(failures)} failed sessions, {graded}/2 submissions graded   {Counter(failures).most_common(2)}")
+
+
+
+# --- the grading engine: a fork pool against Dask -------------------------------------------------
+
+def _engine_course(size: int) -> tuple[Path, list[tuple[str, str]]]:
+    """A fresh tiny course with ``size`` copies of its reference submitted, and the (student, notebook) units."""
+    sys.path.insert(0, str(REPO))
+    from tests.lmpolicy_grader import tiny_course
+
+    from lmpolicy_grader.__main__ import release
+    root = tiny_course.make_course(Path(tempfile.mkdtemp(prefix="bench-engine-")))
+    release(root)
+    students = [f"student{n:02d}" for n in range(1, size + 1)]
+    for student in students:
+        tiny_course.submit(root, student, tiny_course.source_notebook())
+    return root, [(student, tiny_course.NOTEBOOK) for student in students]
+
+
+_POOL_CONFIG = None
+
+
+def _pool_start(course_root: str, sandbox: bool) -> None:
+    global _POOL_CONFIG
+    from lmpolicy_grader.grading import worker_config
+    _POOL_CONFIG = worker_config(course_root, sandbox)
+
+
+def _pool_grade(job: tuple[str, str, str]):
+    from lmpolicy_grader.grading import grade_unit
+    course_root, student, notebook = job
+    return grade_unit(Path(course_root), _POOL_CONFIG, student, notebook)
+
+
+def fork_pool(root: Path, units: list[tuple[str, str]], workers: int, sandbox: bool) -> list:
+    """The grader before Dask, reduced to its core: nbgrader imported once, then W forked workers."""
+    import nbgrader.converters  # noqa: F401
+
+    import lmpolicy_grader.preprocessors  # noqa: F401
+    with multiprocessing.get_context("fork").Pool(workers, initializer=_pool_start,
+                                                  initargs=(str(root), sandbox)) as pool:
+        return pool.map(_pool_grade, [(str(root), *unit) for unit in units], chunksize=1)
+
+
+def grading_engine(size: int, workers: int, sandbox: bool) -> None:
+    from lmpolicy_grader.grading import grade_class
+    print(f"\nthe grading engine: {size} copies of the tiny course's reference, {workers} workers, "
+          f"sandbox {'on' if sandbox else 'off'}")
+    results = {}
+    for name, grade in (("fork pool", lambda root, units: fork_pool(root, units, workers, sandbox)),
+                        ("Dask LocalCluster", lambda root, units: grade_class(root, workers=workers, log=lambda _: None,
+                                                                             sandbox=sandbox))):
+        root, units = _engine_course(size)
+        started = time.perf_counter()
+        outcomes = grade(root, units)
+        seconds = time.perf_counter() - started
+        results[name] = seconds
+        statuses = Counter(str(o.status) for o in outcomes)
+        shutil.rmtree(root)
+        print(f"  {name:18} {seconds:7.1f} s   {len(units) / seconds:5.2f} notebooks/s   {dict(statuses)}   "
+              f"{_load()}")
+    overhead = results["Dask LocalCluster"] / results["fork pool"] - 1
+    print(f"  Dask overhead {100 * overhead:+.1f}% (goal <= 10%)")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ CONNECT_SECONDS = 30
 
 
 class ClusterUnavailable(RuntimeError):
-    """No Dask scheduler answers at the address given; the message says what was tried."""
+    """The Dask cluster cannot grade: no scheduler answers at the address, or a worker lacks what grading
+    needs (one thread, the course folder in view); the message says what to change."""
 
 
 @contextmanager
@@ -54,8 +55,10 @@ def grading_client(scheduler: str | None = None, workers: int = 1) -> Iterator["
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
         # the scheduler and the nannies read the configuration now; a worker restarted later keeps it.
         # Dask's own log stays quiet: the grader says which notebook a dead worker took down, and why.
+        # No dashboard; the scheduler's small HTTP server (health, metrics) on any free loopback port, not 8787
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None, memory_limit=0, silence_logs=logging.CRITICAL)
+                               dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                               memory_limit=0, silence_logs=logging.CRITICAL)
     try:
         client = Client(cluster, set_as_default=False)
         try:

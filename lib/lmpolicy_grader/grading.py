@@ -49,7 +49,7 @@ import nbformat
 from distributed import WorkerPlugin
 from filelock import FileLock
 
-from lmpolicy_grader.cluster import describe, grading_client
+from lmpolicy_grader.cluster import ClusterUnavailable, describe, grading_client
 from lmpolicy_grader.kernel import GradingKernelManager
 from lmpolicy_grader.preprocessors.incidents import INCIDENTS, Incident
 from lmpolicy_grader.sandbox import require_sandbox
@@ -174,7 +174,7 @@ def worker_config(course_root: str, sandbox: bool):
     import lmpolicy_grader.preprocessors  # noqa: F401
     from lmpolicy_grader.gradebook import prepare_worker
     if not (Path(course_root) / "nbgrader_config.py").exists():
-        raise FileNotFoundError(
+        raise ClusterUnavailable(
             f"the grader's worker on {socket.gethostname()} cannot see the course folder {course_root}: every "
             "Dask worker needs it at the same path, on a file system shared with the instructor's machine")
     if course_root not in _LOADED:
@@ -202,7 +202,7 @@ class GraderStartup(WorkerPlugin):
 
     def setup(self, worker):
         if worker.state.nthreads != 1:
-            raise ValueError(
+            raise ClusterUnavailable(
                 f"the Dask worker {worker.address} runs {worker.state.nthreads} threads; a grading worker runs one "
                 "(`dask worker --nthreads 1`), so that nbgrader's per-process state serves one notebook at a time "
                 "and a worker that dies takes only its own notebook down")
@@ -277,9 +277,18 @@ def grade_class(course_root: Path, students: list[str] | None = None, workers: i
 def grade_on_cluster(client, course_root: Path, units: list[tuple[str, str]], assignment: str, feedback: bool,
                      sandbox: bool, log) -> list[Outcome]:
     """Grade ``units`` (student, notebook) on the cluster of ``client``, as many at once as it has threads."""
+    startup = f"lmpolicy-grader {course_root}"
+    try:  # a worker that fails its start-up fails the registration, with its reason, before any task
+        client.register_plugin(GraderStartup(str(course_root), sandbox), name=startup)
+        return _grade_units(client, course_root, units, assignment, feedback, sandbox, log)
+    finally:  # a shared cluster's later workers need not start up for this course any more
+        client.unregister_worker_plugin(startup)
+
+
+def _grade_units(client, course_root: Path, units: list[tuple[str, str]], assignment: str, feedback: bool,
+                 sandbox: bool, log) -> list[Outcome]:
     from distributed import KilledWorker, as_completed
 
-    client.register_plugin(GraderStartup(str(course_root), sandbox), name=f"lmpolicy-grader {course_root}")
     run = uuid.uuid4().hex[:8]  # keys of this run only: a later run grades again, never reuses a result
     pending = list(reversed(units))
     unit_of: dict[str, tuple[str, str]] = {}

@@ -1,0 +1,179 @@
+"""The grader on Dask: start-up once per worker, a dead worker's notebook retried or FAILED, one grading
+of a notebook at a time, and the cluster's requirements checked with errors that say what to change.
+
+Everything runs on local clusters (the grader's own, or one a test starts and hands over by address);
+tests/deploy/test_dask_cluster.py does the same with a scheduler and workers as separate processes.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+from distributed import Client, LocalCluster
+from filelock import FileLock
+
+from lmpolicy_grader import cluster, grading
+from lmpolicy_grader.__main__ import release
+from lmpolicy_grader.grading import STATUS_FILE, grade_class, notebook_lock
+from lmpolicy_grader.report import exercise_rows
+from lmpolicy_grader.status import Status
+
+from . import tiny_course
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]
+
+
+def _course(tmp_path, students: dict):
+    root = tiny_course.make_course(tmp_path / "course")
+    release(root)
+    for student, nb in students.items():
+        tiny_course.submit(root, student, nb)
+    return root
+
+
+def _scores(root, outcome):
+    return {row.exercise: row.score for row in exercise_rows(root, [outcome]) if row.exercise != "ex3"}
+
+
+def _kills_its_worker(attempts_file, first_attempt_only: bool):
+    """A submission whose ex2 answer counts its runs in ``attempts_file`` and kills the process grading it
+    (the kernel's parent, outside the sandbox): every time, or only the first time (a machine's fault)."""
+    guard = "if len(runs) == 1:\n    " if first_attempt_only else ""
+    answer = ("import os, signal\n"
+              f"with open({str(attempts_file)!r}, 'a') as log:\n    log.write('run\\n')\n"
+              f"runs = open({str(attempts_file)!r}).read().split()\n"
+              f"{guard}os.kill(os.getppid(), signal.SIGKILL)\n"
+              "def square(x):\n    return np.asarray(x, dtype=float) ** 2")
+    return tiny_course.replace_answer(tiny_course.source_notebook(), "ex2__answer", answer)
+
+
+def test_a_worker_killed_every_time_fails_its_notebook_after_the_allowed_attempts_and_no_other(tmp_path):
+    attempts = tmp_path / "attempts"
+    root = _course(tmp_path, {"a_reference": tiny_course.source_notebook(),
+                              "b_kills_the_grader": _kills_its_worker(attempts, first_attempt_only=False),
+                              "c_wrong": tiny_course.HOSTILE["wrong"][0](),
+                              "d_reference": tiny_course.source_notebook()})
+    lines = []
+    outcomes = {o.student: o for o in grade_class(root, workers=2, log=lines.append, sandbox=False)}
+
+    killed = outcomes["b_kills_the_grader"]
+    assert killed.status == Status.FAILED
+    assert attempts.read_text().split() == ["run"] * (cluster.ALLOWED_FAILURES + 1)  # tried, then given up
+    assert "worker process died" in killed.reason and "KilledWorker" in killed.reason
+    assert f"{cluster.ALLOWED_FAILURES + 1} times" in killed.reason
+    assert _scores(root, killed) == {"ex1": None, "ex2": None}
+    assert {s: _scores(root, outcomes[s]) for s in ("a_reference", "c_wrong", "d_reference")} == \
+        {"a_reference": {"ex1": 2, "ex2": 3}, "c_wrong": {"ex1": 0, "ex2": 3}, "d_reference": {"ex1": 2, "ex2": 3}}
+    assert "  FAILED b_kills_the_grader/01_tiny: worker died" in lines
+    assert sum(line.startswith("  graded ") for line in lines) == 3
+
+
+def test_a_worker_that_dies_once_is_replaced_and_the_notebook_graded_on_the_retry(tmp_path):
+    attempts = tmp_path / "attempts"
+    root = _course(tmp_path, {"a_unlucky": _kills_its_worker(attempts, first_attempt_only=True),
+                              "b_reference": tiny_course.source_notebook()})
+    outcomes = {o.student: o for o in grade_class(root, workers=1, log=lambda _: None, sandbox=False)}
+    assert attempts.read_text().split() == ["run", "run"]
+    assert outcomes["a_unlucky"].status == Status.GRADED, outcomes["a_unlucky"]
+    assert _scores(root, outcomes["a_unlucky"]) == {"ex1": 2, "ex2": 3}
+    assert outcomes["b_reference"].status == Status.GRADED
+
+
+def test_invalid_and_missing_notebooks_are_reported_without_a_task(tmp_path):
+    root = _course(tmp_path, {"alice": tiny_course.source_notebook()})
+    tiny_course.submit(root, "bob", raw='{"cells": [ not json')
+    (root / "submitted" / "carol" / "ch11").mkdir(parents=True)  # submitted an empty folder
+    lines = []
+    outcomes = {o.student: o for o in grade_class(root, workers=2, log=lines.append)}
+    assert outcomes["bob"].status == Status.FAILED and outcomes["bob"].reason.startswith("invalid notebook: ")
+    assert outcomes["carol"].status == Status.MISSING
+    assert outcomes["alice"].status == Status.GRADED
+    assert [line.split()[:2] for line in lines] == [["graded", "alice/01_tiny"]]  # one task, alice's
+    assert not (root / "autograded" / "bob").exists()
+    saved = {o["student"]: o["status"] for o in json.loads((root / STATUS_FILE).read_text())}
+    assert saved == {"alice": "graded", "bob": "FAILED", "carol": "missing"}
+
+
+def test_a_notebook_being_graded_elsewhere_waits_for_its_lock(tmp_path):
+    """Dask may start a task again while a worker it gave up on still grades it: the task then waits."""
+    root = _course(tmp_path, {"alice": tiny_course.source_notebook(), "bob": tiny_course.source_notebook()})
+    lines, result = [], {}
+    other_grading = FileLock(notebook_lock(root, "ch11", "bob", tiny_course.NOTEBOOK))
+    other_grading.acquire()
+    thread = threading.Thread(target=lambda: result.update(
+        {o.student: o for o in grade_class(root, workers=2, log=lines.append)}))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 300
+        while not lines and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(3)  # bob's task has long reached its lock
+        assert [line.split()[1] for line in lines] == ["alice/01_tiny"]
+        assert not (root / "autograded" / "bob").exists()
+    finally:
+        other_grading.release()
+        thread.join(300)
+    assert result["bob"].status == Status.GRADED and _scores(root, result["bob"]) == {"ex1": 2, "ex2": 3}
+
+
+def _count_course_loads():
+    """Installed in each worker before grading: count how often the course config is read."""
+    from lmpolicy_grader import grading as in_worker
+    original = in_worker.load_config
+    in_worker.LOADS = 0
+
+    def counting(course_root):
+        in_worker.LOADS += 1
+        return original(course_root)
+    in_worker.load_config = counting
+
+
+def _loads_and_gradebook():
+    from lmpolicy_grader import gradebook
+    from lmpolicy_grader import grading as in_worker
+    return in_worker.LOADS, sorted(gradebook._prepared)
+
+
+def test_start_up_is_paid_once_per_worker_on_a_cluster_given_by_address(tmp_path):
+    root = _course(tmp_path, {f"s{n}": tiny_course.source_notebook() for n in range(4)})
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      memory_limit=0) as local, Client(local, set_as_default=False) as client:
+        client.run(_count_course_loads)
+        lines = []
+        outcomes = grade_class(root, log=lines.append, scheduler=local.scheduler_address)
+        per_worker = client.run(_loads_and_gradebook)
+    assert [o.status for o in outcomes] == [Status.GRADED] * 4
+    assert lines[0].startswith(f"grading 4 notebooks on the Dask scheduler at {local.scheduler_address}: 2 workers")
+    # both workers loaded the course and prepared its gradebook once, before their first task
+    assert sorted(per_worker.values()) == [(1, ["sqlite"]), (1, ["sqlite"])]
+
+
+def test_a_worker_with_two_threads_is_refused_with_what_to_run_instead(tmp_path):
+    root = _course(tmp_path, {"alice": tiny_course.source_notebook()})
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None) as local:
+        with pytest.raises(cluster.ClusterUnavailable, match=r"runs 2 threads.*dask worker --nthreads 1"):
+            grade_class(root, log=lambda _: None, scheduler=local.scheduler_address)
+    assert not (root / "autograded").exists()
+    with pytest.raises(ValueError, match="sizes the grader's own local cluster"):
+        grade_class(root, workers=2, scheduler=local.scheduler_address)
+
+
+def test_no_scheduler_at_the_address_is_a_clear_error(tmp_path, monkeypatch):
+    import socket
+
+    root = _course(tmp_path, {"alice": tiny_course.source_notebook()})
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{unused.getsockname()[1]}"
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 3)
+    with pytest.raises(cluster.ClusterUnavailable, match=f"no Dask scheduler answers at {address}.*dask scheduler"):
+        grade_class(root, log=lambda _: None, scheduler=address)
+    assert not (root / "autograded").exists()
+
+
+def test_a_course_folder_the_workers_cannot_see_is_named(tmp_path):
+    """A worker on another machine without the shared file system: the error says so, nothing is graded."""
+    with pytest.raises(cluster.ClusterUnavailable, match="cannot see the course folder .*same path"):
+        grading.worker_config(str(tmp_path / "not-mounted-here"), sandbox=False)
