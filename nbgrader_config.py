@@ -38,9 +38,14 @@ c.CourseDirectory.course_id = "lm-policy"
 c.CourseDirectory.root = str(COURSE_ROOT)
 # the one assignment, ch11, enters the gradebook when `generate_assignment ch11` runs (nbgrader 0.9
 # has no db_assignments option any more)
-# the gradebook is SQLite at the course root (nbgrader's embedded default); on JupyterHub with many
-# graders, LMPOLICY_GRADEBOOK_URL points it at PostgreSQL instead (docs/deployment.md)
-c.CourseDirectory.db_url = os.environ.get("LMPOLICY_GRADEBOOK_URL") or f"sqlite:///{COURSE_ROOT / 'gradebook.db'}"
+# the gradebook is SQLite at the course root (nbgrader's embedded default, for one machine); on JupyterHub
+# with many graders, LMPOLICY_GRADEBOOK_URL points it at PostgreSQL instead, in the form
+# postgresql+psycopg2://USER:PASSWORD@HOST:5432/DATABASE (name the driver: SQLAlchemy 2.1 reads a bare
+# postgresql:// as psycopg 3, which is not installed). The grader checks the URL before it grades
+# (lib/lmpolicy_grader/gradebook.py: a wrong one stops it with the cause, never a quiet SQLite file) and takes
+# no lock of its own on PostgreSQL (docs/deployment.md).
+c.CourseDirectory.db_url = ((os.environ.get("LMPOLICY_GRADEBOOK_URL") or "").strip()
+                             or f"sqlite:///{COURSE_ROOT / 'gradebook.db'}")
 
 # --- the exchange (release_assignment, fetch, submit, collect). On one machine: a folder of the course, made
 # here and ignored by git, so nbgrader and formgrader no longer look for (and warn about) the missing default

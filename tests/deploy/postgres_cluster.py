@@ -5,8 +5,8 @@ Use it from a test module::
     from tests.deploy.postgres_cluster import postgres_server  # noqa: F401  (the fixture)
 
     def test_something(postgres_server):
-        url = postgres_server.new_database("my_test")   # a fresh, empty database, owned by the test's role
-        ...                                              # postgresql+psycopg2://grader:<password>@127.0.0.1:<port>/my_test
+        url = postgres_server.new_database("my_test")   # a fresh, empty database, owned by the test's role:
+        ...                                              # postgresql+psycopg2://grader:PASSWORD@127.0.0.1:PORT/my_test
         postgres_server.restart()                        # fast shutdown (clients disconnected) and start again
 
 ``postgres_server`` is session-scoped (one server per pytest process, so one per xdist worker). What it yields:

@@ -213,8 +213,10 @@ def _wrong_urls(server) -> dict[str, tuple[str, str]]:
         "password": (server.url_for(password="not-the-password"), "refused the password of role 'grader'"),
         "database": (server.url_for(database="no_such_gradebook"), "'no_such_gradebook' does not exist"),
         "role": (server.url_for(user="nobody_here"), "role 'nobody_here' \\(a wrong password, or no such role\\)"),
-        "dialect": (server.url.replace("postgresql+psycopg2", "postgrex"), "'postgrex', which SQLAlchemy does not know"),
-        "driver": (server.url.replace("postgresql+psycopg2", "mysql+mysqldb"), "driver 'mysqldb', which is not installed"),
+        "dialect": (server.url.replace("postgresql+psycopg2", "postgrex"),
+                    "'postgrex', which SQLAlchemy does not know"),
+        "driver": (server.url.replace("postgresql+psycopg2", "mysql+mysqldb"),
+                   "driver 'mysqldb', which is not installed"),
         "malformed": (f"{server.host}:{server.port}/gradebook", "is not a database URL"),
     }
 
@@ -261,8 +263,9 @@ def test_grading_stops_at_start_on_a_wrong_url(tmp_path, postgres_server):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("wrong", ["password", "database"])
-def test_the_grade_command_exits_with_the_error_on_a_wrong_url(tmp_path, postgres_server, wrong):
+@pytest.mark.parametrize("wrong, options", [("password", ()), ("database", ("--no-release",))],
+                         ids=["password", "database-no-release"])
+def test_the_grade_command_exits_with_the_error_on_a_wrong_url(tmp_path, postgres_server, wrong, options):
     url = postgres_server.new_database(f"cli_{wrong}")
     root = tmp_path / "course"  # its gradebook URL comes from LMPOLICY_GRADEBOOK_URL, as the course's does
     tiny_course.make_course(root)
@@ -272,7 +275,7 @@ def test_the_grade_command_exits_with_the_error_on_a_wrong_url(tmp_path, postgre
     assert released.wait(300) == 0, released.stdout.read()
     tiny_course.submit(root, "reference", tiny_course.source_notebook())
     bad_url, words = _wrong_urls(postgres_server)[wrong]
-    run = cli(root, "grade", "--sandbox", "off", "--workers", "1", env={"LMPOLICY_GRADEBOOK_URL": bad_url})
+    run = cli(root, "grade", *options, "--sandbox", "off", "--workers", "1", env={"LMPOLICY_GRADEBOOK_URL": bad_url})
     output = run.communicate(timeout=300)[0]
     assert run.returncode != 0, output
     assert words in output, output
