@@ -30,6 +30,7 @@ from collections import OrderedDict
 
 import torch
 
+from lmpolicy import checks  # imported before any submitted code runs, like everything here
 from lmpolicy_grader import channel
 
 TARGET = "lmpolicy_grader.calls"
@@ -121,7 +122,6 @@ class CallServer:
         if copied:
             return {"copied": copied}
         inputs = [t for t in _tensors((args, kwargs)) if t.requires_grad]
-        from lmpolicy import checks
         try:
             with checks.no_library_shortcut(*(target for _, target in blocked)):
                 result = fn(*args, **kwargs)
@@ -160,7 +160,6 @@ def _tensors(value):
 
 
 def _describe(error: BaseException) -> dict:
-    from lmpolicy import checks
     frames = [f for f in traceback.extract_tb(error.__traceback__) if checks._is_students(f.filename)]
     return {"type": type(error).__name__, "message": str(error)[:1000],
             "shortcut": isinstance(error, checks.LibraryShortcutUsed),

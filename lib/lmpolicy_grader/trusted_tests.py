@@ -137,7 +137,7 @@ class Channel:
     def _send(self, data: dict, buffers: list[bytes]) -> dict:
         request = {"id": next(self.ids), **data}
         msg = self.session.send(self.shell, "comm_msg", {"comm_id": self.comm_id, "data": request}, buffers=buffers)
-        return {"id": request["id"], "msg_id": msg["header"]["msg_id"]}
+        return {"id": request["id"], "op": data["op"], "msg_id": msg["header"]["msg_id"]}
 
     def _receive(self, timeout: float):
         if not self.iopub.poll(max(0, int(timeout * 1000))):
@@ -185,7 +185,12 @@ class Channel:
         try:
             self._wait(request, time.monotonic() + INTERRUPT_GRACE_SECONDS, interrupt=False)
         except CallTimedOut:
-            self.broken = "the submission's kernel stopped answering (it did not stop when interrupted)"
+            self.broken = "the submission's kernel stopped answering the grader's channel (even when interrupted)"
+            if request["op"] != "call":
+                raise CallTimedOut(self.broken) from None
+        if request["op"] != "call":
+            raise CallTimedOut(f"the submission's kernel did not answer the grader's channel within "
+                               f"{self.deadline_seconds:.0f} s")
         raise CallTimedOut(f"it did not return within the cell's {self.deadline_seconds:.0f} s and was interrupted")
 
     def request(self, data: dict, buffers: list[bytes]) -> tuple[dict, list]:

@@ -53,8 +53,8 @@ ATTACKS = {
     "tracer": (
         "import sys, threading\n"
         "def _skip_checks(frame, event, arg):\n"
-        "    # jump every line of lmpolicy/checks.py to the end of its function, where a passing check returns\n"
-        "    if event == 'line' and frame.f_code.co_filename.endswith('checks.py'):\n"
+        "    # jump every line of a check function to its end, where a passing check returns\n"
+        "    if event == 'line' and frame.f_code.co_name.startswith(('check', '_fail')):\n"
         "        try:\n"
         "            frame.f_lineno = max(line for _, _, line in frame.f_code.co_lines() if line)\n"
         "        except ValueError:\n"
