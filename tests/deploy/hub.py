@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from email.message import Message
@@ -312,8 +313,11 @@ class Hub:
 
     def user_api(self, user: str, method: str, path: str, body=None, raw: bytes | None = None,
                  timeout: float = 300) -> tuple[int, object, Message]:
-        """``method /user/<user>/<path>`` through the hub's proxy, with the user's own token."""
-        return self.request(method, f"/user/{user}/{path.lstrip('/')}", token=self.tokens[user], body=body,
+        """``method /user/<user>/<path>`` through the hub's proxy, with the user's own token (``path`` is
+        quoted here: nbgrader's feedback folders are named by a timestamp with spaces)."""
+        where, _, query = path.lstrip("/").partition("?")
+        path = urllib.parse.quote(where) + (f"?{query}" if query else "")
+        return self.request(method, f"/user/{user}/{path}", token=self.tokens[user], body=body,
                             raw=raw, timeout=timeout)
 
     def server_ready(self, user: str) -> bool:
