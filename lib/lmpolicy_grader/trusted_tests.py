@@ -408,25 +408,31 @@ def _statements(sources):
             continue
 
 
-def _bound_names(statement) -> set[str]:
-    names = set()
+def _bound_names(statement) -> tuple[set[str], set[str]]:
+    """(names the statement binds anew, names whose object it changes: ``f.__code__ = ...``)."""
+    anew, changed = set(), set()
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}, set()  # its body binds nothing at the top level
     for node in ast.walk(statement):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
+            anew.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            anew.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
+            anew.add(node.id)
         elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
             base = node.value
             while isinstance(base, (ast.Attribute, ast.Subscript)):
                 base = base.value
             if isinstance(base, ast.Name):
-                names.add(base.id)
+                changed.add(base.id)
             if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
                     and isinstance(node.slice.value, str):  # globals()["softmax"] = ...
-                names.add(node.slice.value)
-    return names
+                anew.add(node.slice.value)
+    if not isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Delete)):
+        changed |= anew  # inside an if, for, try or with: it may or may not have run, keep what came before
+        anew = set()
+    return anew, changed - anew
 
 
 def _reached_names(statement) -> tuple[set[str], set[str]]:
@@ -449,20 +455,24 @@ def _reached_names(statement) -> tuple[set[str], set[str]]:
 def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
     """How the submission's code reaches a blocked library function from ``name``, or None.
 
-    Follows every top-level statement that binds ``name`` (def, assignment, import, ``__code__``
-    swap) and, transitively, the statements binding the global names those read.
+    Follows the top-level statements that made what ``name`` is when the tests run (its last def,
+    assignment or import, and any later ``__code__`` swap or conditional rebinding) and,
+    transitively, the statements that made the global names those read.
     """
-    statements = list(_statements(sources))
-    binding = [(_bound_names(s), s) for s in statements]
+    makers: dict[str, list] = {}
+    for statement in _statements(sources):
+        anew, changed = _bound_names(statement)
+        for bound in anew:
+            makers[bound] = [statement]
+        for bound in changed:
+            makers.setdefault(bound, []).append(statement)
     todo, seen = [name], set()
     while todo:
         current = todo.pop()
         if current in seen:
             continue
         seen.add(current)
-        for bound, statement in binding:
-            if current not in bound:
-                continue
+        for statement in makers.get(current, ()):
             reads, reaches = _reached_names(statement)
             found = sorted(reaches & blocked_names)
             if found:
@@ -474,15 +484,17 @@ def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
 
 # --- the trusted kernel's entry points ----------------------------------------------------------------
 
-SOURCES: list[str] = []
+SOURCES: list[str] = []  # the submission's code cells above the test cell that runs now
+_ALL_SOURCES: list[tuple[int, str]] = []
 _CHANNEL: Channel | None = None
 _INJECTED: dict[str, object] = {}
 
 
-def connect(info: dict, sources: list[str], cell_seconds: float) -> str | None:
-    """Open the channel to the submission's kernel; ``sources`` are its notebook's non-test code cells."""
+def connect(info: dict, sources: list[tuple[int, str]], cell_seconds: float) -> str | None:
+    """Open the channel to the submission's kernel; ``sources`` are its notebook's non-test code
+    cells as (index, source), from the notebook the grader holds."""
     global _CHANNEL
-    SOURCES[:] = sources
+    _ALL_SOURCES[:] = sources
     try:
         _CHANNEL = Channel(info, cell_seconds)
     except Exception as error:  # noqa: BLE001 - reported as the reason, never raised into the grader
@@ -490,11 +502,13 @@ def connect(info: dict, sources: list[str], cell_seconds: float) -> str | None:
     return _CHANNEL.broken
 
 
-def bind(user_ns: dict, cell_source: str = "") -> str | None:
-    """Before a test cell: the submission's current names into ``user_ns``; the reason if it fails.
+def bind(user_ns: dict, cell_source: str = "", cell_index: int | None = None) -> str | None:
+    """Before test cell ``cell_index``: the submission's current names into ``user_ns``; the reason if it fails.
 
     Every function and small value comes; a large value only if ``cell_source`` mentions its name.
+    The no-credit rule reads the cells above this one (what has run when the test runs).
     """
+    SOURCES[:] = [source for index, source in _ALL_SOURCES if cell_index is None or index < cell_index]
     for name, value in list(_INJECTED.items()):
         if user_ns.get(name) is value:
             del user_ns[name]

@@ -145,6 +145,12 @@ SHORTCUTS = {
                "    return e / e.sum(dim, keepdim=True)", False),
     "honest, beside a demo that uses the library": ("def softmax(x, dim=-1):\n    return torch.exp(x) / torch.exp(x).sum()",
                                                     False, "check = torch.softmax(z, -1)\nprint(softmax(z))"),
+    "honest, after trying the library in a scratch cell": ("softmax = torch.softmax", False,
+                                                           "def softmax(x, dim=-1):\n    return torch.exp(x) / torch.exp(x).sum()"),
+    "the library, after an honest try": ("def softmax(x, dim=-1):\n    return torch.exp(x)", True,
+                                         "softmax = torch.softmax"),
+    "the library, if a flag is set": ("def softmax(x, dim=-1):\n    return torch.exp(x)", True,
+                                      "if FAST:\n    softmax = F.softmax"),
 }
 
 

@@ -162,7 +162,8 @@ class GradingExecute(Execute):
             run_sync(self._trusted_kc.wait_for_ready)(timeout=self.startup_timeout)
             info = self.km.get_connection_info(session=False)
             info = {key: (value.decode() if isinstance(value, bytes) else value) for key, value in info.items()}
-            sources = [c.source for c in self.nb.cells if c.cell_type == "code" and not is_autograded_test(c)]
+            sources = [(i, c.source) for i, c in enumerate(self.nb.cells)
+                       if c.cell_type == "code" and not is_autograded_test(c)]
             self._channel_problem = self._trusted_value(
                 f"__import__('lmpolicy_grader.trusted_tests', fromlist=['connect']).connect("
                 f"{info!r}, {sources!r}, {float(self.timeout)!r})", "the channel")
@@ -199,7 +200,7 @@ class GradingExecute(Execute):
         """A test cell in the trusted kernel, with the submission's current names bound through the channel."""
         self._trusted_client()
         problem = self._channel_problem or self._trusted_value(
-            f"__import__('lmpolicy_grader.trusted_tests', fromlist=['bind']).bind(get_ipython().user_ns, {cell.source!r})",
+            f"__import__('lmpolicy_grader.trusted_tests', fromlist=['bind']).bind(get_ipython().user_ns, {cell.source!r}, {index})",
             "the submission's names")
         if problem:
             cell.outputs = [nbformat.v4.new_output("error", ename="SubmissionUnreachable", evalue=problem,
