@@ -98,10 +98,26 @@ def check_gradebook(url: str) -> None:
     try:
         with engine.connect() as connection:
             connection.execute(text("SELECT 1"))
+            if parsed.get_backend_name() == "postgresql":
+                _check_can_create_tables(connection, parsed)
     except DBAPIError as error:
         raise GradebookUnavailable(_explain(parsed, error.orig)) from None
     finally:
         engine.dispose()
+
+
+def _check_can_create_tables(connection, parsed) -> None:
+    """nbgrader creates its tables on first use; since PostgreSQL 15 only a database's owner may create them
+    in its schema ``public``, so a role that was merely granted access fails there, in the middle of grading."""
+    from sqlalchemy import text
+    tables_made, may_create = connection.execute(text(
+        "SELECT to_regclass('grade') IS NOT NULL, has_schema_privilege(current_schema(), 'CREATE')")).one()
+    if not tables_made and not may_create:
+        user, database = parsed.username, parsed.database
+        raise GradebookUnavailable(
+            f"the role {user!r} may not create nbgrader's tables in the gradebook database {database!r} on "
+            f"{_where(parsed)} (PostgreSQL 15 lets only the database's owner create them in schema public): "
+            f"make it the owner (ALTER DATABASE {database} OWNER TO {user}) or GRANT CREATE ON SCHEMA public TO {user}")
 
 
 def serialise_gradebook_sessions(lock_path: Path):

@@ -13,8 +13,9 @@ Use it from a test module::
 
 - ``.url``: the URL of the database ``gradebook`` for the role ``grader`` (password authenticated, over TCP on
   127.0.0.1 at a free port), in the form the course reads from ``LMPOLICY_GRADEBOOK_URL``;
-- ``.new_database(name) -> url``: another empty database owned by ``grader`` (tests that must not see each
-  other's grades each take their own);
+- ``.new_database(name, owner=None) -> url``: another empty database, owned by ``grader`` (or ``owner``, e.g.
+  "postgres"), and the URL by which ``grader`` reaches it (tests that must not see each other's grades each take
+  their own);
 - ``.url_for(**parts) -> url``: the URL with some parts replaced (``password=``, ``database=``, ``port=``,
   ``host=``, ``user=``), for tests of wrong URLs;
 - ``.stop()``, ``.start()``, ``.restart(mode="fast")`` (``mode`` as ``pg_ctl -m``: "smart", "fast",
@@ -170,9 +171,9 @@ class PostgresServer:
         finally:
             connection.close()
 
-    def new_database(self, name: str) -> str:
-        """Make an empty database ``name`` owned by the role; returns its URL."""
-        self.admin(f'CREATE DATABASE "{name}" OWNER "{self.user}"')
+    def new_database(self, name: str, owner: str | None = None) -> str:
+        """Make an empty database ``name`` owned by the role (or by ``owner``); returns the role's URL of it."""
+        self.admin(f'CREATE DATABASE "{name}" OWNER "{owner or self.user}"')
         return self.url_for(database=name)
 
     def create_role_and_database(self) -> None:

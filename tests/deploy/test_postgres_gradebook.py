@@ -207,7 +207,11 @@ MANUAL_GRADER = textwrap.dedent(f"""
 def _wrong_urls(server) -> dict[str, tuple[str, str]]:
     """what is wrong -> (URL, words the error must say)."""
     from tests.deploy.postgres_cluster import _free_port
+    if "not_owned" not in _made:  # a database the role may connect to but not create tables in
+        server.new_database("not_owned", owner="postgres")
+        _made.add("not_owned")
     return {
+        "privileges": (server.url_for(database="not_owned"), "may not create nbgrader's tables .* OWNER TO grader"),
         "port": (server.url_for(port=_free_port()), "unreachable"),
         "host": (server.url_for(host="no-such-host.invalid"), "unreachable"),
         "password": (server.url_for(password="not-the-password"), "refused the password of role 'grader'"),
@@ -221,7 +225,8 @@ def _wrong_urls(server) -> dict[str, tuple[str, str]]:
     }
 
 
-WRONG = ["port", "host", "password", "database", "role", "dialect", "driver", "malformed"]
+WRONG = ["port", "host", "password", "database", "role", "privileges", "dialect", "driver", "malformed"]
+_made: set[str] = set()
 
 
 @pytest.mark.parametrize("wrong", WRONG)
@@ -303,9 +308,14 @@ def _prepared_worker_adds(course_root: str, student: str, start=None) -> bool:
 
 
 def _bare_course(root: Path, url: str | None) -> Path:
+    """The tiny course's folder and config (no release), its config read once here so that the worker
+    processes forked from this one start with nbgrader and the course's preprocessors imported."""
+    from lmpolicy_grader.grading import load_config
     tiny_course.make_course(root)
     if url is not None:
         set_gradebook(root, url)
+    load_config(root)
+    import nbgrader.api  # noqa: F401
     return root
 
 
