@@ -14,6 +14,12 @@ network, IPC and UTS namespaces and sees only:
   network namespace has its own loopback, so TCP to the grader cannot work and nothing else can
   either).
 
+Of the grader's package, the data no kernel imports is covered up (``GRADER_DATA``: the typical
+wrong answers and the example written answers, which quote the solutions line for line). The
+sandbox's own root and ``/dev`` are remounted read-only once everything is in place: a kernel that
+runs as the grader's uid (a grader that is not root) would otherwise own them, and they are tmpfs
+without a size bound, so it could fill half the host's memory there.
+
 Processes are capped with ``prlimit --nproc``. RLIMIT_NPROC is never enforced for global root, so a
 grader running as root starts the kernel as an unused uid of its own (``setpriv``); a grader running
 as a normal user gets a user namespace, where the limit counts only the sandbox's processes. Memory
@@ -46,6 +52,9 @@ _PASSED_ENV_PREFIXES = ("NBGRADER_",)
 _PASSED_ENV_SUFFIXES = ("_NUM_THREADS",)
 # Where, inside the sandbox, the notebook folder's files wait to be copied into the working folder.
 _STAGED_FILES = "/run/lmpolicy-notebook-files"
+# Files and folders of lmpolicy_grader that no grading kernel imports and that quote the solutions
+# (a wrong answer is the solution with one mistake, a good written answer is a model answer).
+GRADER_DATA = ("wrong_answers", "written_answers.py")
 
 ENABLE_HELP = (
     "The grading kernel runs in a bubblewrap sandbox so that a submission cannot read the course's "
@@ -123,6 +132,15 @@ def _package_folders() -> list[str]:
     return sorted({str(Path(package.__file__).resolve().parents[1]) for package in (lmpolicy, lmpolicy_grader)})
 
 
+def covered_grader_data() -> list[Path]:
+    """The paths of GRADER_DATA in the grader's package, with their bytecode: the sandbox covers them up."""
+    import lmpolicy_grader
+    package = Path(lmpolicy_grader.__file__).resolve().parent
+    paths = [package / name for name in GRADER_DATA]
+    paths += [cached for name in GRADER_DATA for cached in (package / "__pycache__").glob(f"{Path(name).stem}.*.pyc")]
+    return sorted(path for path in paths if path.exists())
+
+
 def readable_folders(notebook_dir: Path) -> list[Path]:
     """The Python installation and the course packages' import folders, minus any folder that holds
     ``notebook_dir`` (binding that would show the course root: source/, the gradebook, everyone's work)."""
@@ -159,6 +177,10 @@ class Sandbox:
         sandbox = cls(notebook_dir, private, max_processes, scratch_bytes, uid, readable_folders(notebook_dir))
         sandbox.sockets.mkdir()
         sandbox._stage_files()
+        (sandbox.empty / "folder").mkdir(parents=True)
+        (sandbox.empty / "file").touch()
+        for path in [sandbox.empty, sandbox.empty / "folder", sandbox.empty / "file"]:  # readable by the kernel's uid
+            path.chmod(0o755 if path.is_dir() else 0o644)
         if uid is not None:  # the kernel binds its ZMQ sockets here; seal() takes the folder back
             os.chown(sandbox.sockets, uid, uid)
         return sandbox
@@ -171,6 +193,15 @@ class Sandbox:
     @property
     def staged(self) -> Path:
         return self.private / "files"
+
+    @property
+    def empty(self) -> Path:
+        """Host folder with an empty ``folder`` and an empty ``file``, bound read-only over the grader's data."""
+        return self.private / "empty"
+
+    def _covered(self) -> list[Path]:
+        """The grader's data inside the folders bound in, to be covered up."""
+        return [path for path in covered_grader_data() if any(_contains(folder, path) for folder in self.readable)]
 
     def let_read(self, path: Path) -> None:
         """Let the kernel's uid read ``path`` (the private folder above it is closed to everyone else)."""
@@ -232,6 +263,8 @@ class Sandbox:
         argv += ["--proc", "/proc", "--dev", "/dev",
                  "--perms", "1777", "--size", str(self.scratch_bytes), "--tmpfs", "/tmp"]
         mounts = [("--ro-bind", str(folder), str(folder)) for folder in self.readable]
+        mounts += [("--ro-bind", str(self.empty / ("folder" if path.is_dir() else "file")), str(path))
+                   for path in self._covered()]
         mounts += [("--perms", "0777", "--size", str(self.scratch_bytes), "--tmpfs", work),
                    ("--bind", str(self.sockets), str(self.sockets))]
         if self._has_staged_files():
@@ -244,7 +277,7 @@ class Sandbox:
                     argv += ["--perms", "0755", "--dir", str(parent)]
                     made.add(parent)
             argv += mount
-        argv += ["--chdir", work, "--clearenv"]
+        argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", work, "--clearenv"]
         for name, value in sorted(self.environment(env).items()):
             argv += ["--setenv", name, value]
         argv += ["--", shutil.which("prlimit") or "prlimit", f"--nproc={self.max_processes}", *limits, "--"]

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -199,6 +200,98 @@ def test_tmp_and_its_folder_fill_up_at_their_bound(course):
     """, scratch_bytes=8 * 1024**2)
     for path, (size, error) in seen.items():
         assert size <= 8 * 1024**2 and error == "No space left on device", (path, size, error)
+
+
+def test_as_a_normal_user_the_sandbox_root_and_dev_are_read_only(course):
+    """A grader that is not root builds the sandbox in a user namespace, where the kernel keeps the
+    grader's uid and so owns the sandbox's root and /dev: tmpfs without a size bound, where it could
+    fill half the host's memory. They are remounted read-only; /tmp and its folder stay bounded."""
+    _, folder = course
+    box = sandbox.Sandbox.create(folder, scratch_bytes=8 * 1024**2)
+    try:
+        box.uid, box.readable = None, []  # as a normal user builds it (nobody cannot see the venv under /root)
+        box.private.chmod(0o755)
+        for path in box.private.rglob("*"):
+            path.chmod(0o777 if path.is_dir() else 0o644)
+        script = """for path in / /dev /dev/shm /tmp .; do
+            echo "$path|$(dd if=/dev/zero of="$path/filler" bs=1M count=16 2>&1 | head -1)"
+        done"""
+        command = box.command(["/bin/sh", "-c", script], {})
+        if os.geteuid() == 0:  # become a normal user first (bwrap then has no capabilities either)
+            command = [shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups", "--"] + command
+        ran = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    finally:
+        box.remove()
+    assert ran.returncode == 0, ran.stderr
+    said = dict(line.split("|", 1) for line in ran.stdout.splitlines())
+    for path in ("/", "/dev", "/dev/shm"):
+        assert said[path].endswith("Read-only file system"), (path, said[path])
+    for path in ("/tmp", "."):
+        assert said[path].endswith("No space left on device"), (path, said[path])
+
+
+def test_the_graders_own_data_is_covered_up(course):
+    """The typical wrong answers and the example written answers quote the solutions: out of sight."""
+    _, folder = course
+    seen = run_in_kernel(folder, """
+        import json, pathlib, lmpolicy_grader
+        package = pathlib.Path(lmpolicy_grader.__file__).parent
+        print(json.dumps({"wrong_answers": sorted(p.name for p in (package / "wrong_answers").iterdir()),
+                          "written_answers": (package / "written_answers.py").read_text(),
+                          "guard": (package / "guard.py").exists()}))
+    """)
+    assert seen == {"wrong_answers": [], "written_answers": "", "guard": True}
+
+
+def _secret_lines(repo_root: Path) -> tuple[set[str], set[str]]:
+    """(hidden-test lines, solution lines) of the source notebooks that the release does not show."""
+    hidden, solutions = set(), set()
+    for path in sorted((repo_root / "source" / "ch11").glob("*.ipynb")):
+        released = {line.strip() for cell in nbformat.read(repo_root / "release" / "ch11" / path.name, as_version=4).cells
+                    for line in cell.source.splitlines()}
+        for cell in nbformat.read(path, as_version=4).cells:
+            inside = None
+            for line in cell.source.splitlines():
+                text = line.strip()
+                if "### BEGIN " in text:
+                    inside = hidden if "HIDDEN TESTS" in text else solutions
+                elif "### END " in text:
+                    inside = None
+                elif inside is not None and len(text) >= 24 and text not in released \
+                        and not text.startswith(("#", "import ", "from ")):
+                    inside.add(text)
+    return hidden, solutions
+
+
+# A solution line that also occurs in third-party code (an idiom, not an answer).
+COMMON_IDIOMS = {'with np.errstate(divide="ignore", invalid="ignore"):'}
+
+
+@pytest.mark.slow
+def test_what_a_kernel_can_import_holds_no_hidden_test_and_no_solution_but_the_librarys(course, repo_root, tmp_path):
+    """Everything a sandboxed kernel can import from (its sys.path) and /etc, searched for the source
+    notebooks' hidden-test and solution lines: no hidden test anywhere; solution lines only in the
+    student's own library lmpolicy, whose functions some exercises re-implement (calling or copying
+    them earns nothing: the no-credit rule)."""
+    _, folder = course
+    hidden, solutions = _secret_lines(repo_root)
+    assert len(hidden) > 50 and len(solutions) > 50
+    markers = sorted(hidden | solutions)
+    seen = run_in_kernel(folder, f"""
+        import json, os, subprocess, sys, tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write({chr(10).join(markers) + chr(10)!r})
+        folders = sorted({{p for p in sys.path if os.path.isdir(p) and p not in ("", ".", os.getcwd())}} | {{"/etc"}})
+        found = subprocess.run(["grep", "-rIoF", "-f", f.name, *folders], capture_output=True, text=True).stdout
+        print(json.dumps({{"folders": folders, "found": sorted(set(found.splitlines()))}}))
+    """)
+    assert any("site-packages" in folder for folder in seen["folders"]), seen["folders"]
+    import lmpolicy
+    library = str(Path(lmpolicy.__file__).resolve().parent) + os.sep
+    hits = [line.split(":", 1) for line in seen["found"]]
+    assert not [hit for hit in hits if hit[1] in hidden], "hidden tests in view"
+    elsewhere = [hit for hit in hits if not hit[0].startswith(library) and hit[1] not in COMMON_IDIOMS]
+    assert elsewhere == [], elsewhere
 
 
 def test_without_bubblewrap_grading_stops_and_says_how_to_enable_it(monkeypatch, tmp_path):
