@@ -123,6 +123,9 @@ class Settings:
     """grade in the bubblewrap sandbox or without it (parts one, class and engine)"""
     class_size: int = 40
     """notebooks graded by part 'engine'"""
+    rounds: int = 1
+    """rounds of part 'engine', each grading with both; every second round runs them in the other order
+    (A B, B A, ...), so that a change of the machine's load weighs on both alike"""
 
 
 def main(s: Settings) -> None:
@@ -132,7 +135,7 @@ def main(s: Settings) -> None:
         gradebook_contention(s.workers, s.sessions)
         return
     if s.part == "engine":
-        grading_engine(s.class_size, s.workers, s.sandbox == "on")
+        grading_engine(s.class_size, s.workers, s.sandbox == "on", s.rounds)
         return
     notebooks = [n for n in s.notebooks.split(",") if n]
     python, nbgrader = str(BIN / "python"), str(BIN / "nbgrader")
@@ -296,25 +299,28 @@ def fork_pool(root: Path, units: list[tuple[str, str]], workers: int, sandbox: b
         return pool.map(_pool_grade, [(str(root), *unit) for unit in units], chunksize=1)
 
 
-def grading_engine(size: int, workers: int, sandbox: bool) -> None:
+def grading_engine(size: int, workers: int, sandbox: bool, rounds: int) -> None:
     from lmpolicy_grader.grading import grade_class
     print(f"\nthe grading engine: {size} copies of the tiny course's reference, {workers} workers, "
-          f"sandbox {'on' if sandbox else 'off'}")
-    results = {}
-    for name, grade in (("fork pool", lambda root, units: fork_pool(root, units, workers, sandbox)),
-                        ("Dask LocalCluster", lambda root, units: grade_class(root, workers=workers, log=lambda _: None,
-                                                                             sandbox=sandbox))):
-        root, units = _engine_course(size)
-        started = time.perf_counter()
-        outcomes = grade(root, units)
-        seconds = time.perf_counter() - started
-        results[name] = seconds
-        statuses = Counter(str(o.status) for o in outcomes)
-        shutil.rmtree(root)
-        print(f"  {name:18} {seconds:7.1f} s   {len(units) / seconds:5.2f} notebooks/s   {dict(statuses)}   "
-              f"{_load()}")
-    overhead = results["Dask LocalCluster"] / results["fork pool"] - 1
-    print(f"  Dask overhead {100 * overhead:+.1f}% (goal <= 10%)")
+          f"sandbox {'on' if sandbox else 'off'}, {rounds} round(s)")
+    engines = [("fork pool", lambda root, units: fork_pool(root, units, workers, sandbox)),
+               ("Dask LocalCluster", lambda root, units: grade_class(root, workers=workers, log=lambda _: None,
+                                                                    sandbox=sandbox))]
+    totals = Counter()
+    for round_ in range(rounds):
+        for name, grade in engines if round_ % 2 == 0 else engines[::-1]:
+            root, units = _engine_course(size)
+            started = time.perf_counter()
+            outcomes = grade(root, units)
+            seconds = time.perf_counter() - started
+            totals[name] += seconds
+            statuses = Counter(str(o.status) for o in outcomes)
+            shutil.rmtree(root)
+            print(f"  {name:18} {seconds:7.1f} s   {len(units) / seconds:5.2f} notebooks/s   {dict(statuses)}   "
+                  f"{_load()}")
+    pool, dask = totals["fork pool"] / rounds, totals["Dask LocalCluster"] / rounds
+    print(f"  mean of {rounds}: fork pool {pool:.1f} s ({size / pool:.2f} notebooks/s), Dask {dask:.1f} s "
+          f"({size / dask:.2f} notebooks/s); Dask overhead {100 * (dask / pool - 1):+.1f}% (goal <= 10%)")
 
 
 if __name__ == "__main__":

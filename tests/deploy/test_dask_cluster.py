@@ -148,24 +148,19 @@ def test_a_class_graded_on_separate_dask_processes_survives_a_killed_worker(tmp_
     log = "".join(lines)
     assert f"grading {len(CLASS)} notebooks on the Dask scheduler at {address}: 2 workers" in log
     outcomes = {o.student: o for o in load_outcomes(root)}
-    killed_student = grading_there.split("/")[0]
     assert set(outcomes) == set(CLASS)
-    for student, outcome in outcomes.items():
-        if student == killed_student and outcome.status == Status.FAILED:  # allowed, if it says why
-            assert "worker process died" in outcome.reason, outcome
-        else:
-            assert outcome.status == Status.GRADED, outcome
+    # one death is within the scheduler's allowed failures: the killed worker's notebook is graded on the
+    # other worker like every other one (had it died there too, it would be FAILED "worker process died")
+    assert ALLOWED_FAILURES >= 1
+    assert {student: outcome.status for student, outcome in outcomes.items()} == dict.fromkeys(CLASS, Status.GRADED), \
+        f"{grading_there} was being graded on the killed worker\n{log}"
 
     # the same class on the grader's own local cluster: the same scores and statuses
     local = _make_class(tmp_path / "local-course")
     grade_class(local, workers=2, log=lambda _: None)
-    on_cluster, on_local = _grades(root), _grades(local)
-    if outcomes[killed_student].status == Status.FAILED:
-        on_local = {key: value for key, value in on_local.items() if key[0] != killed_student}
-        on_cluster = {key: value for key, value in on_cluster.items() if key[0] != killed_student}
-    assert on_cluster == on_local
+    on_cluster = _grades(root)
+    assert on_cluster == _grades(local)
     # and they are the grades the tiny course's design expects, not merely equal
     for student in CLASS:
         expected = tiny_course.HOSTILE[student][1]
-        if (student, "ex1") in on_cluster:
-            assert {ex: on_cluster[(student, ex)][0] for ex in expected} == expected, student
+        assert {ex: on_cluster[(student, ex)][0] for ex in expected} == expected, student
