@@ -29,6 +29,7 @@ import builtins
 import itertools
 import keyword
 import re
+import sys
 import time
 import types
 import uuid
@@ -435,18 +436,32 @@ def _bound_names(statement) -> tuple[set[str], set[str]]:
     return anew, changed - anew
 
 
-def _reached_names(statement) -> tuple[set[str], set[str]]:
-    """(names the statement reads, library names it reaches: attributes, imports, name strings)."""
+def _imported(node, alias) -> set[str]:
+    """What one alias of an import reaches: the imported name, unless it is a module already loaded
+    here (``from lmpolicy.exact import kl`` imports the module kl, not the function kl.kl). Nothing
+    is imported to find out: a submission's folder may hold a module of any name."""
+    if isinstance(node, ast.Import):
+        return set(alias.name.split("."))
+    module = "." * node.level + (node.module or "")
+    if node.level == 0 and isinstance(sys.modules.get(f"{module}.{alias.name}"), types.ModuleType):
+        return set()
+    return {alias.name}
+
+
+def _reached_names(statement, name: str) -> tuple[set[str], set[str]]:
+    """(names the statement reads, library names it reaches: attributes, imports, name strings),
+    for the statement as a maker of ``name`` (an import: only the alias that binds it)."""
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        aliases = [a for a in statement.names if (a.asname or a.name).split(".")[0] == name]
+        return set(), set().union(*(_imported(statement, a) for a in aliases))
     reads, reaches = set(), set()
     for node in ast.walk(statement):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             reads.add(node.id)
         elif isinstance(node, ast.Attribute):
             reaches.add(node.attr)
-        elif isinstance(node, ast.ImportFrom):
-            reaches.update(a.name for a in node.names)
-        elif isinstance(node, ast.Import):
-            reaches.update(part for a in node.names for part in a.name.split("."))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            reaches.update(*(_imported(node, a) for a in node.names))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
             reaches.add(node.value)
     return reads, reaches
@@ -473,7 +488,7 @@ def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
             continue
         seen.add(current)
         for statement in makers.get(current, ()):
-            reads, reaches = _reached_names(statement)
+            reads, reaches = _reached_names(statement, current)
             found = sorted(reaches & blocked_names)
             if found:
                 how = "" if current == name else f" through {current}"

@@ -149,6 +149,10 @@ SHORTCUTS = {
                                                            "def softmax(x, dim=-1):\n    return torch.exp(x) / torch.exp(x).sum()"),
     "the library, after an honest try": ("def softmax(x, dim=-1):\n    return torch.exp(x)", True,
                                          "softmax = torch.softmax"),
+    "beside an import of the module named like the function": ("from lmpolicy.exact import kl, scenarios", False,
+                                                               "def kl_chain_rule(p, q):\n    return scenarios.x(p)"),
+    "the function imported beside a module": ("from lmpolicy.exact.kl import kl, chain_rule_kl", True,
+                                              "def kl_chain_rule(p, q):\n    return kl(p, q)"),
     "the library, if a flag is set": ("def softmax(x, dim=-1):\n    return torch.exp(x)", True,
                                       "if FAST:\n    softmax = F.softmax"),
 }
@@ -157,10 +161,10 @@ SHORTCUTS = {
 @pytest.mark.parametrize("case", sorted(SHORTCUTS))
 def test_the_no_credit_rule_reads_the_submissions_source(case):
     source, caught, *more = SHORTCUTS[case]
-    reason = trusted_tests.library_shortcut([source, *more], "softmax", {"softmax", "log_softmax"})
+    import lmpolicy.exact.kl  # noqa: F401  (the trusted kernel has it from the set-up cell)
+    name, blocked = ("kl_chain_rule", {"kl", "chain_rule_kl"}) if "kl_chain_rule" in source + "".join(more) else ("softmax", {"softmax", "log_softmax"})
+    reason = trusted_tests.library_shortcut([source, *more], name, blocked)
     assert (reason is not None) == caught, reason
-    if caught:
-        assert "softmax" in reason
 
 
 # --- calls into a real grading kernel -------------------------------------------------------------------

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import json
+import tempfile
 import time
 
 import nbformat
@@ -104,12 +105,15 @@ class GradingExecute(Execute):
         self._tampered: dict[str, str] = {}
         self._output_bytes: dict[int, int] = {}
         self._trusted = self.tests_in_trusted_process and self._notebook in self.trusted_notebooks
-        self._trusted_km = self._trusted_kc = None
+        self._trusted_km = self._trusted_kc = self._trusted_folder = None
         self._channel_problem: str | None = None
         try:
             if self._trusted:  # started now, it is ready by the first test cell
                 self._trusted_km = TrustedKernelManager()
-                run_sync(self._trusted_km.start_kernel)(cwd=resources.get("metadata", {}).get("path") or None)
+                # in an empty folder of its own: the notebook's folder holds the submission's files, and a
+                # torch.py there would be imported by `import torch`
+                self._trusted_folder = tempfile.TemporaryDirectory(prefix="lmpolicy-trusted-tests-")
+                run_sync(self._trusted_km.start_kernel)(cwd=self._trusted_folder.name)
             return super().preprocess(nb, resources, km)
         except GradingFailed as failure:
             note(Incident.FAILED, self._notebook, str(failure))
@@ -224,11 +228,14 @@ class GradingExecute(Execute):
     def _stop_trusted_kernel(self) -> None:
         if self._trusted_kc is not None:
             self._trusted_kc.stop_channels()
-        if self._trusted_km is not None:
-            try:
+        try:
+            if self._trusted_km is not None:
                 run_sync(self._trusted_km.shutdown_kernel)(now=True)
-            finally:
-                self._trusted_km = self._trusted_kc = None
+        finally:
+            self._trusted_km = self._trusted_kc = None
+            if self._trusted_folder is not None:
+                self._trusted_folder.cleanup()
+                self._trusted_folder = None
 
     def _record_failed_line(self, cell, grade_id: str) -> None:
         line, _ = self._kernel_value(_FAILED_LINE_EXPRESSION, grade_id)
