@@ -12,7 +12,10 @@ formgrader and ``nbgrader`` on the command line. The course's configuration name
   "database is locked" after 5 s), so on SQLite each ``Gradebook`` session holds a file lock of the course. On
   PostgreSQL the server's transactions keep concurrent writers apart and no lock of the course's own is taken;
   instead every engine nbgrader makes opens one connection per transaction and closes it afterwards (NullPool:
-  no dead pooled connection after a server restart, and a big run holds at most one connection per worker),
+  no dead pooled connection after a server restart, and no idle one either: nbgrader's preprocessors never
+  close their Gradebooks, and with the default pool each kept a connection until it was garbage, so a long run
+  exhausted the server; a worker now holds a connection only while a transaction runs; this costs a new
+  connection per transaction, a few milliseconds on a local network),
   waits for a restarting server for a bounded time when it connects, and turns a connection lost in the middle
   of a transaction (which the server rolls back whole) into ``GradebookUnavailable`` naming the gradebook.
 """

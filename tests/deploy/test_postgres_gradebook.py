@@ -454,3 +454,50 @@ def test_grading_through_a_server_restart_and_an_outage_stores_nothing_half(tmp_
     assert {s: o["status"] for s, o in outcomes.items()} == {s: Status.GRADED for s in students}, rerun_output
     grades = stored_grades(url)
     assert {s: auto_scores(grades[s]) for s in students} == {s: EXPECTED[kinds[s]] for s in students}
+
+
+def _unclosed_gradebooks(course_root: str, url: str, prepared: bool, opened, counted) -> None:
+    """What nbgrader's preprocessors do once per notebook: open a Gradebook, use it, never close it."""
+    from nbgrader.api import Gradebook
+
+    from lmpolicy_grader.gradebook import prepare_worker
+    from lmpolicy_grader.grading import load_config
+    if prepared:
+        prepare_worker(Path(course_root), load_config(Path(course_root)))
+    kept = []
+    for number in range(12):
+        gradebook = Gradebook(url, COURSE_ID)
+        gradebook.update_or_create_student(f"s{number}")
+        kept.append(gradebook)  # a preprocessor holds it until it is garbage
+    opened.put("ready")
+    counted.get(timeout=60)
+
+
+def _connections_while_unclosed(root: Path, url: str, database: str, prepared: bool, server) -> int:
+    context = multiprocessing.get_context("fork")
+    opened, counted = context.Queue(), context.Queue()
+    process = context.Process(target=_unclosed_gradebooks, args=(str(root), url, prepared, opened, counted))
+    process.start()
+    opened.get(timeout=120)
+    import psycopg2
+    connection = psycopg2.connect(host=str(server.socket_dir), port=server.port, user="postgres", dbname="postgres")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (database,))
+            count = cursor.fetchone()[0]
+    finally:
+        connection.close()
+    counted.put("done")
+    process.join(30)
+    return count
+
+
+@pytest.mark.slow
+def test_a_worker_holds_no_idle_connection_for_gradebooks_nbgrader_never_closes(tmp_path, postgres_server):
+    # nbgrader 0.9.6's preprocessors (OverwriteCells, SaveAutoGrades, GetGrades, ...) open a Gradebook per
+    # notebook and never close it: with SQLAlchemy's default pool each keeps a connection open until it is
+    # garbage, and a long run of a class exhausts the server's connections.
+    url = postgres_server.new_database("idle_connections")
+    root = _bare_course(tmp_path, url)
+    assert _connections_while_unclosed(root, url, "idle_connections", False, postgres_server) == 12  # stock
+    assert _connections_while_unclosed(root, url, "idle_connections", True, postgres_server) == 0
