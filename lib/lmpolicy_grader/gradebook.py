@@ -163,7 +163,9 @@ def prepare_worker(course_root: Path | str, config) -> None:
     """Set up this grading worker process for the course's gradebook (call once, before it grades).
 
     SQLite: every Gradebook session holds ``<course_root>/.gradebook.lock``. PostgreSQL (any server URL): no
-    lock; nbgrader's engines reconnect instead (see the module's docstring). Calling it again does nothing."""
+    lock; nbgrader's engines reconnect instead (see the module's docstring). Calling it again does nothing:
+    what it installs is per process, so a process that grades two SQLite courses serialises both on the lock
+    of the first."""
     url = gradebook_url(config, course_root)
     kind = "sqlite" if is_sqlite(url) else "server"
     if kind in _prepared:
