@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pytest
 
+from .postgres_cluster import postgres_server  # noqa: F401  (the fixture `hub` uses)
+
 ROOT = Path(__file__).resolve().parents[2]
 HUB_CONFIG = ROOT / "deploy" / "jupyterhub_config.py"
 VENV_BIN = Path(sys.executable).parent
@@ -338,7 +340,13 @@ class Hub:
             time.sleep(0.5)
 
     def stop_server(self, user: str) -> None:
+        """Stop ``user``'s server through the hub (as the instructor, an admin) and wait until it is gone."""
         self.request("DELETE", f"/hub/api/users/{user}/server", token=self.tokens[INSTRUCTOR])
+        deadline = time.monotonic() + 60
+        while self.server_ready(user) or self.request("GET", f"/hub/api/users/{user}", token=self.tokens[INSTRUCTOR])[1]["pending"]:
+            if time.monotonic() > deadline:
+                raise HubError(f"{user}'s server did not stop within 60 s")
+            time.sleep(0.3)
 
     def server_pid(self, user: str) -> int:
         """The process id of ``user``'s jupyterhub-singleuser (the only one that account runs)."""
@@ -367,11 +375,14 @@ def start_hub(site: Site, gradebook_url: str | None = None) -> Hub:
 def stop_hub(hub: Hub) -> None:
     """Stop every user's server through the hub (cleanup_servers is off), then the hub."""
     if hub.process is not None and hub.process.poll() is None and INSTRUCTOR in hub.tokens:
-        for user in USERS:
+        for user in USERS:  # all at once: the hub stops them side by side
             try:
-                hub.stop_server(user)
+                hub.request("DELETE", f"/hub/api/users/{user}/server", token=hub.tokens[INSTRUCTOR], timeout=5)
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
+        deadline = time.monotonic() + 60
+        while any(_processes_of(user) for user in USERS) and time.monotonic() < deadline:
+            time.sleep(0.3)
     hub.stop()
 
 
@@ -393,11 +404,12 @@ def site():
 
 
 @pytest.fixture(scope="module")
-def hub(site):
-    """The hub with every user's server started; stopped with them at the end of the module."""
+def hub(site, postgres_server):
+    """The hub with every user's server started, the gradebook in PostgreSQL (a database of the tests'
+    throw-away server, tests/deploy/postgres_cluster.py); stopped with the servers at the end of the module."""
     started = None
     try:
-        started = start_hub(site, gradebook_url=os.environ.get("LMPOLICY_TEST_GRADEBOOK_URL"))
+        started = start_hub(site, gradebook_url=postgres_server.new_database("hub_gradebook"))
         yield started
     finally:
         if started is not None:
