@@ -295,6 +295,31 @@ def call_student(fn, *args, call: str | None = None, **kwargs):
                                 + (f": {message[0]}" if message else "")) from error
 
 
+def call_counting(fn, callee: str, *args, **kwargs):
+    """Call the student's ``fn`` as ``call_student`` does, counting its calls of the student's own
+    function named ``callee`` (e.g. does entropy_slope differentiate your entropy?): (result, count).
+
+    Under the grader ``fn`` may run in the submission's process; then it counts there.
+    """
+    counting = getattr(fn, "counting_calls_of", None)
+    if counting is not None:
+        return call_student(counting(callee), *args, **kwargs)
+    namespace = getattr(fn, "__globals__", None)
+    if namespace is None or not callable(namespace.get(callee)):
+        return call_student(fn, *args, **kwargs), 0
+    yours, calls = namespace[callee], []
+
+    def counted(*inner_args, **inner_kwargs):
+        calls.append(1)
+        return yours(*inner_args, **inner_kwargs)
+    namespace[callee] = counted
+    try:
+        result = call_student(fn, *args, **kwargs)
+    finally:
+        namespace[callee] = yours
+    return result, len(calls)
+
+
 # --- recording what the checks found ---------------------------------------------------------------
 
 DONE_CALL = re.compile(r"""\bdone\(\s*["']([A-Za-z0-9_]+)["']\s*\)""")

@@ -10,8 +10,9 @@ and sends requests, each a JSON header plus raw buffers in the form of ``channel
   large value only if the test cell mentions its name (every reply also reaches the grader's own
   client of this kernel, which must read it);
 - ``call``: call a function of the submission with arguments rebuilt from the safe form, while
-  the library functions the tests name are blocked; answer with the result and the arguments as
-  the call left them (or what it raised, with the submission's own frames);
+  the library functions the tests name are blocked (and, if asked, counting its calls of another
+  of the submission's functions); answer with the result and the arguments as the call left them
+  (or what it raised, with the submission's own frames);
 - ``vjp``: a vector-Jacobian product through the graph of an earlier call, for a check that
   differentiates through the submission's function.
 
@@ -122,13 +123,21 @@ class CallServer:
         if copied:
             return {"copied": copied}
         inputs = [t for t in _tensors((args, kwargs)) if t.requires_grad]
+        callee, calls = data.get("count"), []
+        counting = isinstance(callee, str) and isinstance(self.shell.user_ns.get(callee), FUNCTION_TYPES)
+        if counting:
+            yours = self.shell.user_ns[callee]
+            self.shell.user_ns[callee] = _counting(yours, calls)
         try:
             with checks.no_library_shortcut(*(target for _, target in blocked)):
                 result = fn(*args, **kwargs)
         except BaseException as error:  # noqa: BLE001 - the submission's exception, sent back as words
             return {"raised": _describe(error)}
+        finally:
+            if counting:
+                self.shell.user_ns[callee] = yours
         self.calls += 1
-        reply = {"result": encoder.encode(result, f"what {name}(...) returned"),
+        reply = {"result": encoder.encode(result, f"what {name}(...) returned"), "counted": len(calls),
                  "args": encoder.encode(args, "the arguments"), "kwargs": encoder.encode(kwargs, "the arguments")}
         outputs = [t for t in _tensors(result) if t.requires_grad]
         if inputs and outputs:
@@ -145,6 +154,13 @@ class CallServer:
         found = torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs],
                                     allow_unused=True, retain_graph=True)
         return {"grads": encoder.encode(list(found), "the gradients")}
+
+
+def _counting(fn, calls: list):
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return fn(*args, **kwargs)
+    return counted
 
 
 def _tensors(value):

@@ -225,7 +225,9 @@ class Channel:
                 found[name] = Unreadable(name, str(entry.get("why", "outside what the grader can read"))[:300])
         return found
 
-    def call(self, name: str, args: tuple, kwargs: dict):
+    def call(self, name: str, args: tuple, kwargs: dict, count: str | None = None):
+        """``name(*args, **kwargs)`` in the submission's process; with ``count``, (result, how many
+        times it called the submission's function ``count``)."""
         blocked = checks.active_blocks()
         if blocked:
             reason = library_shortcut(SOURCES, name, {_leaf(fn) for fn in blocked})
@@ -234,7 +236,7 @@ class Channel:
         encoder = channel.Encoder()
         arguments = [encoder.encode(list(args), "the arguments"), encoder.encode(dict(kwargs), "the arguments")]
         reply, buffers = self.request({"op": "call", "name": name, "args": arguments[0], "kwargs": arguments[1],
-                                       "blocked": [_address(fn) for fn in blocked]}, encoder.buffers)
+                                       "blocked": [_address(fn) for fn in blocked], "count": count}, encoder.buffers)
         if "missing" in reply:
             raise NameError(f"{name} is no longer a function in your notebook")
         if "copied" in reply:
@@ -260,6 +262,9 @@ class Channel:
         if type(graph) is int:
             inputs = [t for t in _tensors((list(args), kwargs)) if t.requires_grad]
             result = _through_submission(self, graph, inputs, result)
+        if count is not None:
+            counted = reply.get("counted")
+            return result, counted if type(counted) is int and counted >= 0 else 0
         return result
 
     def vjp(self, graph: int, grads: list) -> list:
@@ -283,6 +288,13 @@ class SubmissionFunction:
 
     def __call__(self, *args, **kwargs):
         return self._channel.call(self.__name__, args, kwargs)
+
+    def counting_calls_of(self, callee: str):
+        """This function, returning (result, its calls of ``callee``) (``checks.call_counting``)."""
+        def counting(*args, **kwargs):
+            return self._channel.call(self.__name__, args, kwargs, count=callee)
+        counting.__name__ = counting.__qualname__ = self.__name__
+        return counting
 
     def __repr__(self) -> str:
         return f"<your function {self.__name__}>"
