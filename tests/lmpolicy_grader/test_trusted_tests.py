@@ -206,6 +206,12 @@ SUBMISSION = textwrap.dedent("""
         pass
     copied.__code__, copied.__defaults__ = F.softmax.__code__, F.softmax.__defaults__
 
+    def entropy(x):
+        return -(x * x.log()).sum()
+
+    def entropy_twice(x):
+        return entropy(x) + entropy(x)
+
     answer = {"k": [1.5, "two"]}
     model = torch.nn.Linear(2, 2)
     big = list(range(10_000))
@@ -293,6 +299,17 @@ def test_a_blocked_library_function_gets_no_credit(submission_channel):
         with checks.no_library_shortcut(torch.nn.functional.softmax):
             with pytest.raises(checks.LibraryShortcutUsed, match=says):
                 checks.call_student(trusted_tests.SubmissionFunction(submission_channel, name), x)
+
+
+def test_call_counting_counts_where_the_function_runs(submission_channel):
+    x = torch.tensor([0.25, 0.75], dtype=torch.float64)
+    value, calls = checks.call_counting(trusted_tests.SubmissionFunction(submission_channel, "entropy_twice"),
+                                        "entropy", x)
+    assert calls == 2 and torch.allclose(value, -2 * (x * x.log()).sum())
+    namespace = {}  # the same helper in the student's own kernel: the function's globals
+    exec(SUBMISSION, namespace)
+    value, calls = checks.call_counting(namespace["entropy_twice"], "entropy", x)
+    assert calls == 2 and namespace["entropy"].__name__ == "entropy"  # put back after the call
 
 
 # --- grading: the new way against the old ---------------------------------------------------------------
