@@ -122,7 +122,7 @@ class CallServer:
         copied = copied_library_code(fn, blocked)
         if copied:
             return {"copied": copied}
-        inputs = [t for t in _tensors((args, kwargs)) if t.requires_grad]
+        inputs = [t for t in channel.tensors_in((args, kwargs)) if t.requires_grad]
         callee, calls = data.get("count"), []
         counting = isinstance(callee, str) and isinstance(self.shell.user_ns.get(callee), FUNCTION_TYPES)
         if counting:
@@ -139,7 +139,7 @@ class CallServer:
         self.calls += 1
         reply = {"result": encoder.encode(result, f"what {name}(...) returned"), "counted": len(calls),
                  "args": encoder.encode(args, "the arguments"), "kwargs": encoder.encode(kwargs, "the arguments")}
-        outputs = [t for t in _tensors(result) if t.requires_grad]
+        outputs = [t for t in channel.tensors_in(result) if t.requires_grad]
         if inputs and outputs:
             self.graphs[self.calls] = (inputs, outputs)
             while len(self.graphs) > KEPT_GRAPHS:
@@ -161,18 +161,6 @@ def _counting(fn, calls: list):
         calls.append(1)
         return fn(*args, **kwargs)
     return counted
-
-
-def _tensors(value):
-    """The tensors in a value of the safe form, in a fixed order (depth first)."""
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
 
 
 def _describe(error: BaseException) -> dict:

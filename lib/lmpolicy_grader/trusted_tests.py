@@ -260,7 +260,7 @@ class Channel:
         _write_back(kwargs, kwargs_after)
         graph = reply.get("graph")
         if type(graph) is int:
-            inputs = [t for t in _tensors((list(args), kwargs)) if t.requires_grad]
+            inputs = [t for t in channel.tensors_in((list(args), kwargs)) if t.requires_grad]
             result = _through_submission(self, graph, inputs, result)
         if count is not None:
             counted = reply.get("counted")
@@ -301,17 +301,6 @@ class SubmissionFunction:
 
 
 # --- arguments as the call left them; gradients through the submission --------------------------------
-
-def _tensors(value):
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
-
 
 def _write_back(original, after) -> None:
     """Make ``original`` (an argument the tests passed) what the call left in the submission's copy."""
@@ -378,7 +367,7 @@ class _ThroughSubmission(torch.autograd.Function):
 
 
 def _through_submission(connection: Channel, graph: int, inputs: list, result):
-    outputs = [t for t in _tensors(result) if t.requires_grad]
+    outputs = [t for t in channel.tensors_in(result) if t.requires_grad]
     if not inputs or not outputs:
         return result
     linked = iter(_ThroughSubmission.apply(connection, graph, len(inputs), *inputs, *[o.detach() for o in outputs]))
