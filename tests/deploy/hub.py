@@ -134,6 +134,7 @@ class Site:
     root: Path
     exchange: Path
     passwords: dict[str, str] = field(default_factory=dict)
+    opened_folders: list[Path] = field(default_factory=list)  # given o+x for the accounts (undone at the end)
 
     def home(self, user: str) -> Path:
         return Path(_passwd(user)[5])
@@ -145,7 +146,6 @@ class Site:
 
 def make_site() -> Site:
     """Accounts (idempotent: leftovers of a crashed run are removed first), homes, exchange, course folder."""
-    check_tools()
     root = Path(tempfile.mkdtemp(prefix="lmpolicy-hub-"))
     root.chmod(0o755)
     homes = root / "home"
