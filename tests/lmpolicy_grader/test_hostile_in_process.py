@@ -6,8 +6,9 @@ right sequence_logprob (ex11_1a keeps its 3 points), plus one attack on the test
 worked when the tests ran beside the submission (input and AST transformers, a tracer, an audit
 hook, a custom exception handler, rebinding numpy, torch, builtins and the check helpers, fake
 output) change nothing now. Attacks on the channel itself (a kernel that never answers it, a result
-that cannot be encoded, a function that never returns) cost their exercise, with a reason; a
-copied library code object earns nothing, named plainly or reached by a computed name.
+that cannot be encoded, a function that never returns) cost their exercise, with a reason, and a
+kernel that dies inside a call fails its notebook, with the reason; a copied library code object
+earns nothing, named plainly or reached by a computed name.
 """
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ CHANNEL_ATTACKS = {
     "never_answers": (
         WRONG_SOFTMAX + "_kernel = get_ipython().kernel\n"
         "for _kind in ('comm_open', 'comm_msg'):\n"
-        "    _kernel.shell_handlers[_kind] = lambda *args, **kwargs: None\n", "did not answer the grader's channel"),
+        "    _kernel.shell_handlers[_kind] = lambda *args, **kwargs: None\n", "answering the grader's channel"),
     "unencodable_result": (
         "class AlwaysClose:\n"
         "    shape = (3,)\n"
@@ -140,6 +141,8 @@ def hostile_class(tmp_path_factory, repo_root):
                     "def sequence_logprob(token_probs):\n    pass\n"
                     "sequence_logprob.__code__ = _lp.sequence_logprob.__code__\n")
     submissions["copied_logprob"] = tiny_course.replace_answer(nbformat.from_dict(reference), LOGPROB_CELL, logprob_copy)
+    submissions["dies_in_a_call"] = tiny_course.replace_answer(
+        nbformat.from_dict(reference), SOFTMAX_CELL, "import os\ndef softmax(logits, dim=-1):\n    os._exit(1)\n")
     for student, nb in submissions.items():
         folder = root / "submitted" / student / "ch11"
         folder.mkdir(parents=True)
@@ -184,6 +187,12 @@ def test_an_attack_on_the_channel_costs_its_exercise_with_a_reason(hostile_class
     assert CHANNEL_ATTACKS[attack][1] in _error_of(root, attack, SOFTMAX_TESTS)
     # a kernel that answers nobody loses every exercise; the others keep their honest points
     assert scores[LOGPROB_TESTS] == (0.0 if attack == "never_answers" else 3.0)
+
+
+def test_a_kernel_that_dies_inside_a_call_fails_its_notebook_with_the_reason(hostile_class):
+    _, outcomes = hostile_class
+    assert outcomes["dies_in_a_call"].status == Status.FAILED
+    assert "kernel died" in outcomes["dies_in_a_call"].reason
 
 
 def test_a_copied_library_code_object_earns_nothing(hostile_class):
