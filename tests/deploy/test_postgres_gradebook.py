@@ -270,15 +270,12 @@ def test_grading_stops_at_start_on_a_wrong_url(tmp_path, postgres_server):
 @pytest.mark.slow
 @pytest.mark.parametrize("wrong, options", [("password", ()), ("database", ("--no-release",))],
                          ids=["password", "database-no-release"])
-def test_the_grade_command_exits_with_the_error_on_a_wrong_url(tmp_path, postgres_server, wrong, options):
+def test_the_grade_command_exits_with_the_error_on_a_wrong_url(tmp_path, postgres_server, monkeypatch, wrong,
+                                                               options):
     url = postgres_server.new_database(f"cli_{wrong}")
-    root = tmp_path / "course"  # its gradebook URL comes from LMPOLICY_GRADEBOOK_URL, as the course's does
-    tiny_course.make_course(root)
-    set_gradebook(root, None)
-    good = {"LMPOLICY_GRADEBOOK_URL": url}
-    released = cli(root, "release", env=good)
-    assert released.wait(300) == 0, released.stdout.read()
-    tiny_course.submit(root, "reference", tiny_course.source_notebook())
+    with monkeypatch.context() as env:  # released with the right URL, which the course reads from the variable
+        env.setenv("LMPOLICY_GRADEBOOK_URL", url)
+        root = make_course(tmp_path / "course", None, {"reference": "reference"})
     bad_url, words = _wrong_urls(postgres_server)[wrong]
     run = cli(root, "grade", *options, "--sandbox", "off", "--workers", "1", env={"LMPOLICY_GRADEBOOK_URL": bad_url})
     output = run.communicate(timeout=300)[0]
