@@ -4,7 +4,8 @@ nbgrader 0.9.6 opens a fresh ``Gradebook`` (its own SQLAlchemy engine) for every
 formgrader and ``nbgrader`` on the command line. The course's configuration names the database once
 (``c.CourseDirectory.db_url``, from ``LMPOLICY_GRADEBOOK_URL`` when that is set); this module
 
-- reads that URL (``gradebook_url``) and refuses a configuration that quietly ignores ``LMPOLICY_GRADEBOOK_URL``;
+- reads that URL (``gradebook_url``) and refuses a configuration that quietly ignores ``LMPOLICY_GRADEBOOK_URL``
+  (it names no URL, so nbgrader would fall back to its default SQLite file);
 - checks it once before grading starts (``check_gradebook``): a malformed URL, an unknown dialect, a missing
   driver, a server that does not answer, a wrong password or a missing database stop grading with
   ``GradebookUnavailable`` and a message that says what to fix, before any notebook is touched;
@@ -47,19 +48,22 @@ def gradebook_url(config, course_root: Path | str | None = None) -> str:
     """The gradebook URL the course's nbgrader uses: ``c.CourseDirectory.db_url`` of ``config`` (nbgrader's
     default, ``sqlite:///<root>/gradebook.db``, when the config sets none).
 
-    Raises GradebookUnavailable when ``LMPOLICY_GRADEBOOK_URL`` is set but the config uses another URL: that
-    deployment meant a shared server and would otherwise grade into a private SQLite file without a word."""
+    Raises GradebookUnavailable when ``LMPOLICY_GRADEBOOK_URL`` is set but the config names no URL at all: that
+    deployment meant a shared server, and nbgrader would grade into its default SQLite file without a word
+    (a config that names a URL of its own, as the example submissions' course does with its private SQLite
+    file, means it)."""
     from nbgrader.coursedir import CourseDirectory
 
     extra = {"root": str(course_root)} if course_root is not None else {}
-    url = CourseDirectory(config=config, **extra).db_url
+    coursedir = CourseDirectory(config=config, **extra)
     wanted = os.environ.get(URL_VARIABLE, "").strip()
-    if wanted and wanted != url:
+    if wanted and "db_url" not in config.get("CourseDirectory", {}):
         raise GradebookUnavailable(
-            f"{URL_VARIABLE} is set to {_redact(wanted)}, but the course's nbgrader_config.py sets "
-            f"c.CourseDirectory.db_url to {_redact(url)} after reading it; grades would go to the second. Remove "
-            f"that line (or make it use {URL_VARIABLE}), or unset {URL_VARIABLE}.")
-    return url
+            f"{URL_VARIABLE} is set to {_redact(wanted)}, but the nbgrader_config.py of {coursedir.root} sets no "
+            f"c.CourseDirectory.db_url, so nbgrader would use its default SQLite file {_redact(coursedir.db_url)}; "
+            f"add c.CourseDirectory.db_url = os.environ[{URL_VARIABLE!r}] to it (the course's own "
+            f"nbgrader_config.py does), or unset {URL_VARIABLE}")
+    return coursedir.db_url
 
 
 def is_sqlite(url: str) -> bool:

@@ -246,13 +246,16 @@ def test_the_right_url_and_sqlite_pass_the_check(postgres_server, tmp_path):
 
 def test_a_course_config_that_ignores_the_gradebook_variable_is_refused(tmp_path, monkeypatch, postgres_server):
     from lmpolicy_grader.grading import load_config
-    tiny_course.make_course(tmp_path)  # its config names its own SQLite file after reading the variable
+    # an instructor's own config, which never reads the variable: nbgrader would use its default SQLite file
+    (tmp_path / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "lm-policy"\n')
     monkeypatch.setenv("LMPOLICY_GRADEBOOK_URL", postgres_server.url)
-    with pytest.raises(GradebookUnavailable, match="sets c.CourseDirectory.db_url to sqlite") as raised:
+    with pytest.raises(GradebookUnavailable, match="sets no c.CourseDirectory.db_url") as raised:
         gradebook_url(load_config(tmp_path), tmp_path)
     assert postgres_server.password not in str(raised.value)
-    set_gradebook(tmp_path, None)
+    set_gradebook(tmp_path, None)  # the course's own line: the variable, else SQLite
     assert gradebook_url(load_config(tmp_path), tmp_path) == postgres_server.url
+    set_gradebook(tmp_path, "sqlite:///" + str(tmp_path / "private.db"))  # a course that means its own file
+    assert gradebook_url(load_config(tmp_path), tmp_path) == "sqlite:///" + str(tmp_path / "private.db")
 
 
 @pytest.mark.slow
