@@ -7,18 +7,20 @@ formgrader and ``nbgrader`` on the command line. The course's configuration name
 - reads that URL (``gradebook_url``) and refuses a configuration that quietly ignores ``LMPOLICY_GRADEBOOK_URL``
   (it names no URL, so nbgrader would fall back to its default SQLite file);
 - checks it once before grading starts (``check_gradebook``): a malformed URL, an unknown dialect, a missing
-  driver, a server that does not answer, a wrong password or a missing database stop grading with
-  ``GradebookUnavailable`` and a message that says what to fix, before any notebook is touched;
+  driver, a server that does not answer, a wrong password, a missing database or a role that may not create
+  nbgrader's tables stop grading with ``GradebookUnavailable`` and a message that says what to fix, before any
+  notebook is touched;
 - prepares every grading worker process (``prepare_worker``). SQLite serialises writers badly (it gives up with
   "database is locked" after 5 s), so on SQLite each ``Gradebook`` session holds a file lock of the course. On
-  PostgreSQL the server's transactions keep concurrent writers apart and no lock of the course's own is taken;
-  instead every engine nbgrader makes opens one connection per transaction and closes it afterwards (NullPool:
-  no dead pooled connection after a server restart, and no idle one either: nbgrader's preprocessors never
-  close their Gradebooks, and with the default pool each kept a connection until it was garbage, so a long run
-  exhausted the server; a worker now holds a connection only while a transaction runs; this costs a new
-  connection per transaction, a few milliseconds on a local network),
-  waits for a restarting server for a bounded time when it connects, and turns a connection lost in the middle
-  of a transaction (which the server rolls back whole) into ``GradebookUnavailable`` naming the gradebook.
+  PostgreSQL the server's transactions keep concurrent writers apart and no lock of the course's own is taken.
+  Instead, every engine nbgrader makes there
+  - opens a connection per transaction and closes it after (NullPool). No pooled connection is left to die in a
+    server restart, and none idles: nbgrader's preprocessors never close their Gradebooks, and with the
+    default pool each one kept a connection open until it was garbage, which exhausts the server in a long
+    run. The price is one connection set-up per transaction, milliseconds on a local network;
+  - waits for a restarting server, a bounded time, when it connects;
+  - turns a connection lost in the middle of a transaction (which the server rolls back whole) into
+    ``GradebookUnavailable`` naming the gradebook, so the notebook is reported FAILED for that reason.
 """
 from __future__ import annotations
 
