@@ -11,7 +11,9 @@ One submission (the reference) of each notebook, graded by ``grading.grade_unit`
 (b) with its test cells in the trusted kernel, which reaches the submission through the channel.
 
 Rounds alternate (a) and (b) so that a machine whose load changes treats both alike; the report is
-each notebook's median seconds per way, the sum over the notebooks, and the ratio (b) / (a).
+each notebook's median wall-clock seconds per way, the sum over the notebooks, and the ratio (b) / (a);
+then the same for CPU seconds (this process and its kernels, which the load of a shared machine
+does not inflate the way it inflates wall-clock time).
 Everything runs in a temporary copy of the course; the repository is not touched.
 """
 from __future__ import annotations
@@ -39,6 +41,12 @@ class Settings:
     sandbox: Literal["on", "off"] = "on"
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its children that have ended (each notebook's kernels)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
 def main(settings: Settings) -> None:
     for variable in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
         os.environ[variable] = tempfile.mkdtemp(prefix=variable.lower())
@@ -62,26 +70,29 @@ def main(settings: Settings) -> None:
             ways[trusted] = copy.deepcopy(base)
             ways[trusted].GradingExecute.tests_in_trusted_process = trusted
         grade_unit(root, ways[True], "reference", notebooks[0], feedback=False)  # warm the disk caches
-        seconds = {(trusted, name): [] for trusted in ways for name in notebooks}
+        seconds = {(kind, trusted, name): [] for kind in ("wall", "cpu") for trusted in ways for name in notebooks}
         for round_ in range(settings.rounds):
             order = (False, True) if round_ % 2 == 0 else (True, False)
             for name in notebooks:
                 for trusted in order:
-                    started = time.perf_counter()
+                    started, cpu = time.perf_counter(), _cpu_seconds()
                     outcome = grade_unit(root, ways[trusted], "reference", name, feedback=False)
-                    seconds[(trusted, name)].append(time.perf_counter() - started)
+                    seconds[("wall", trusted, name)].append(time.perf_counter() - started)
+                    seconds[("cpu", trusted, name)].append(_cpu_seconds() - cpu)
                     if outcome.status != Status.GRADED:
                         sys.exit(f"{name} ({'trusted' if trusted else 'in kernel'}) was not graded: {outcome.reason}")
+        load = os.getloadavg()[0]
         print(f"one submission, notebooks {', '.join(notebooks)}; {settings.rounds} rounds, sandbox {settings.sandbox}; "
-              f"{os.cpu_count()} CPUs")
-        print(f"{'notebook':<22} {'tests in kernel (s)':>20} {'trusted process (s)':>20} {'ratio':>7}")
-        totals = {False: 0.0, True: 0.0}
-        for name in notebooks:
-            medians = {trusted: statistics.median(seconds[(trusted, name)]) for trusted in ways}
-            for trusted in ways:
-                totals[trusted] += medians[trusted]
-            print(f"{name:<22} {medians[False]:>20.2f} {medians[True]:>20.2f} {medians[True] / medians[False]:>7.2f}")
-        print(f"{'total':<22} {totals[False]:>20.2f} {totals[True]:>20.2f} {totals[True] / totals[False]:>7.2f}")
+              f"{os.cpu_count()} CPUs, load average {load:.1f} at the end")
+        for kind in ("wall", "cpu"):
+            print(f"{kind + ' seconds':<22} {'tests in kernel':>16} {'trusted process':>16} {'ratio':>7}")
+            totals = {False: 0.0, True: 0.0}
+            for name in notebooks:
+                medians = {trusted: statistics.median(seconds[(kind, trusted, name)]) for trusted in ways}
+                for trusted in ways:
+                    totals[trusted] += medians[trusted]
+                print(f"{name:<22} {medians[False]:>16.2f} {medians[True]:>16.2f} {medians[True] / medians[False]:>7.2f}")
+            print(f"{'total':<22} {totals[False]:>16.2f} {totals[True]:>16.2f} {totals[True] / totals[False]:>7.2f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -128,6 +128,11 @@ class GradingKernelManager(AsyncKernelManager):
     cleanup_resources = _async_cleanup_resources
 
 
+# Imported while the kernel starts, beside the grading kernel's own start-up, so that the first test
+# or set-up cell does not wait for them.
+TRUSTED_KERNEL_IMPORTS = ("import numpy", "import torch", "import lmpolicy.checks", "import lmpolicy_grader.trusted_tests")
+
+
 class TrustedKernelManager(AsyncKernelManager):
     """Starts the trusted test kernel: the grader's Python, one thread, no sandbox, no extension."""
 
@@ -137,6 +142,7 @@ class TrustedKernelManager(AsyncKernelManager):
             self._kernel_spec = KernelSpec(
                 resource_dir="", display_name="Python 3 (lmpolicy trusted tests)", language="python",
                 argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                      "--IPKernelApp.log_level=ERROR", "--HistoryManager.hist_file=:memory:"],
+                      "--IPKernelApp.log_level=ERROR", "--HistoryManager.hist_file=:memory:",
+                      *(f"--IPKernelApp.exec_lines={line}" for line in TRUSTED_KERNEL_IMPORTS)],
                 env=dict(ONE_THREAD, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde"))
         return self._kernel_spec
