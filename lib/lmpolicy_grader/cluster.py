@@ -25,6 +25,10 @@ from typing import Iterator
 # outside gets its second chance, while a notebook that kills every worker it runs on costs two.
 ALLOWED_FAILURES = 1
 CONNECT_SECONDS = 30
+# How long the local cluster waits for a dead worker's replacement before it gives that worker up for good
+# (Dask's default, 15 s, is less than a worker's start-up takes on a loaded 2-core machine: the class then
+# waited for ever on a cluster without workers).
+RESTART_WAIT = "30 minutes"
 
 
 class ClusterUnavailable(RuntimeError):
@@ -52,21 +56,23 @@ def grading_client(scheduler: str | None = None, workers: int = 1) -> Iterator["
         finally:
             client.close()
         return
-    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
-        # the scheduler and the nannies read the configuration now; a worker restarted later keeps it.
+    # The scheduler and the nannies read these when they start; the cluster object reads the second when a
+    # worker is lost, so the settings hold for as long as the cluster runs.
+    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+                          "distributed.deploy.lost-worker-timeout": RESTART_WAIT}):
+        # No dashboard; the scheduler's small HTTP server (health, metrics) on any free loopback port, not 8787.
         # Dask's own log stays quiet: the grader says which notebook a dead worker took down, and why.
-        # No dashboard; the scheduler's small HTTP server (health, metrics) on any free loopback port, not 8787
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                                memory_limit=0, silence_logs=logging.CRITICAL)
-    try:
-        client = Client(cluster, set_as_default=False)
         try:
-            yield client
+            client = Client(cluster, set_as_default=False)
+            try:
+                yield client
+            finally:
+                client.close()
         finally:
-            client.close()
-    finally:
-        cluster.close()
+            cluster.close()
 
 
 def describe(client) -> str:
