@@ -19,6 +19,8 @@ The limits are the defaults of the traits below; nbgrader_config.py sets only wh
 from __future__ import annotations
 
 import ast
+import atexit
+import contextlib
 import json
 import tempfile
 import time
@@ -50,6 +52,39 @@ TRUSTED_NOTEBOOKS = ["01_policy_softmax", "02_temperature", "03_three_stages", "
                      "05_tilted_optimum", "06_kl_estimators", "08_tinylm_reinforce"]
 # Seconds a trusted test cell may take beyond the cell timeout its calls share (an interrupt's grace).
 TRUSTED_CELL_SLACK = 30
+
+
+_SPARE: list[tuple[TrustedKernelManager, tempfile.TemporaryDirectory]] = []  # started for the next notebook
+
+
+def _start_trusted_kernel() -> tuple[TrustedKernelManager, tempfile.TemporaryDirectory]:
+    """A trusted kernel, starting, in an empty folder of its own (the notebook's folder holds the
+    submission's files, and a torch.py there would be imported by `import torch`)."""
+    km, folder = TrustedKernelManager(), tempfile.TemporaryDirectory(prefix="lmpolicy-trusted-tests-")
+    run_sync(km.start_kernel)(cwd=folder.name)
+    return km, folder
+
+
+def _take_trusted_kernel() -> tuple[TrustedKernelManager, tempfile.TemporaryDirectory]:
+    """The kernel started for this notebook while the last one was graded (or a new one), and a
+    spare started now for the next: each is used for one notebook only, and its start-up (Python,
+    torch) overlaps the grading instead of delaying it."""
+    taken = _SPARE.pop() if _SPARE else None
+    if taken is not None and not run_sync(taken[0].is_alive)():
+        taken[1].cleanup()
+        taken = None
+    taken = taken or _start_trusted_kernel()
+    _SPARE.append(_start_trusted_kernel())
+    return taken
+
+
+@atexit.register
+def _stop_spare() -> None:
+    for km, folder in _SPARE:
+        with contextlib.suppress(Exception):
+            run_sync(km.shutdown_kernel)(now=True)
+        folder.cleanup()
+    _SPARE.clear()
 
 
 def is_autograded_test(cell) -> bool:
@@ -111,12 +146,8 @@ class GradingExecute(Execute):
         self._trusted_km = self._trusted_kc = self._trusted_folder = None
         self._channel_problem: str | None = None
         try:
-            if self._trusted:  # started now, it is ready by the first test cell
-                self._trusted_km = TrustedKernelManager()
-                # in an empty folder of its own: the notebook's folder holds the submission's files, and a
-                # torch.py there would be imported by `import torch`
-                self._trusted_folder = tempfile.TemporaryDirectory(prefix="lmpolicy-trusted-tests-")
-                run_sync(self._trusted_km.start_kernel)(cwd=self._trusted_folder.name)
+            if self._trusted:
+                self._trusted_km, self._trusted_folder = _take_trusted_kernel()
             return super().preprocess(nb, resources, km)
         except GradingFailed as failure:
             note(Incident.FAILED, self._notebook, str(failure))
