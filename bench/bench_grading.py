@@ -23,8 +23,9 @@
    the way the grader worked before Dask, and (b) by ``grading.grade_class`` on a Dask LocalCluster of W
    workers; both from start-up to the last notebook, feedback on, each in a fresh copy of the course.
    Reported: seconds, notebooks per second, and the Dask overhead (b) / (a) - 1. Goal: at most 10%.
-   Also the CPU seconds each spent (this process and every process it waited for: workers, kernels,
-   Dask's scheduler and nannies), which a machine shared with other work disturbs far less than seconds.
+   Also the CPU seconds of the engine's own processes (this one, with Dask's scheduler and nannies, and the
+   workers it reaped; the kernels, the same under both, mostly escape the count, since a worker rarely
+   waits for them), which a machine shared with other work disturbs far less than seconds.
 
 ``--sandbox off`` grades every part without the bubblewrap sandbox, to measure what it costs.
 
@@ -328,7 +329,7 @@ def grading_engine(size: int, workers: int, sandbox: bool, rounds: int) -> None:
 
 
 def _cpu_seconds() -> float:
-    """CPU time of this process and of every finished process it waited for (theirs include their children's)."""
+    """CPU time of this process and of the finished processes it waited for (with those they waited for)."""
     import resource
     return sum(usage.ru_utime + usage.ru_stime for usage in (resource.getrusage(resource.RUSAGE_SELF),
                                                              resource.getrusage(resource.RUSAGE_CHILDREN)))

@@ -29,6 +29,9 @@ CONNECT_SECONDS = 30
 # (Dask's default, 15 s, is less than a worker's start-up takes on a loaded 2-core machine: the class then
 # waited for ever on a cluster without workers).
 RESTART_WAIT = "30 minutes"
+# What a grading worker need not do while its one thread waits on a kernel: sample every thread's stack
+# each 10 ms for Dask's profiler, wake its event loop every 20 ms to see whether it is blocked.
+QUIET_WORKERS = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
 
 
 class ClusterUnavailable(RuntimeError):
@@ -59,7 +62,7 @@ def grading_client(scheduler: str | None = None, workers: int = 1) -> Iterator["
     # The scheduler and the nannies read these when they start; the cluster object reads the second when a
     # worker is lost, so the settings hold for as long as the cluster runs.
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                          "distributed.deploy.lost-worker-timeout": RESTART_WAIT}):
+                          "distributed.deploy.lost-worker-timeout": RESTART_WAIT, **QUIET_WORKERS}):
         # No dashboard; the scheduler's small HTTP server (health, metrics) on any free loopback port, not 8787.
         # Dask's own log stays quiet: the grader says which notebook a dead worker took down, and why.
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",

@@ -24,6 +24,7 @@ from lmpolicy_grader.cluster import ALLOWED_FAILURES
 from lmpolicy_grader.grading import grade_class, load_outcomes
 from lmpolicy_grader.report import exercise_rows
 from lmpolicy_grader.status import Status
+from tests.deploy.hub import require
 from tests.lmpolicy_grader import tiny_course
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]
@@ -34,17 +35,9 @@ CLASS = ["reference", "wrong", "edited_cells", "deleted_cells", "monkeypatch", "
          "duplicated_cells", "changed_kernelspec", "sys_exit"]
 
 
-def _require(condition: bool, message: str) -> None:
-    if condition:
-        return
-    if os.environ.get("LMPOLICY_REQUIRE_DEPLOYMENT"):
-        pytest.fail(message + " (LMPOLICY_REQUIRE_DEPLOYMENT is set, so the deployment tests must run)")
-    pytest.skip(message)
-
-
 def _dask_command() -> str:
     found = shutil.which("dask", path=str(Path(sys.executable).parent)) or shutil.which("dask")
-    _require(found is not None, "Dask's command line (`dask`, from the distributed package) is not installed")
+    require(found is not None, "Dask's command line (`dask`, from the distributed package) is not installed")
     return found
 
 
