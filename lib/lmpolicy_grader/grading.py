@@ -14,7 +14,10 @@ Where start-up is paid. Importing nbgrader and the course's preprocessors, readi
 file lock every nbgrader session then holds) take seconds; a ``WorkerPlugin`` (``GraderStartup``)
 does it once per worker process, when it joins the cluster or is restarted, and the tasks find it
 done (``worker_config``). It also checks, on the worker, what the worker needs: one thread, the
-course folder in view, the sandbox if the kernels are to run in one.
+course folder in view, the sandbox if the kernels are to run in one. A Dask worker is a fresh
+interpreter, so each pays those imports itself (a few CPU seconds), where the course's own pool once
+forked its workers from one parent that had paid them; ``bench/bench_grading.py --part engine``
+measures what that and the rest of the engine cost against such a pool.
 
 How a dead worker is handled. A submission can kill the process that grades it (outside the
 sandbox), and a machine can be lost. The grader keeps no more notebooks in flight than the cluster
