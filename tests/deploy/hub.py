@@ -99,15 +99,24 @@ def _processes_of(user: str) -> list[int]:
     return [int(pid) for pid in listed.stdout.split()]
 
 
-def _remove_user(user: str) -> None:
-    """Remove ``user`` and their home; the processes our hub started as them go first (userdel refuses)."""
-    if _passwd(user) is None:
-        return
+def _signal_all(user: str, signum: int) -> None:
     for pid in _processes_of(user):
         try:
-            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signum)
         except ProcessLookupError:
             pass
+
+
+def _remove_user(user: str) -> None:
+    """Remove ``user`` and their home. First the processes our hub started as them (their JupyterLab and its
+    kernels; userdel refuses while they run): SIGTERM, and SIGKILL to what is left after 10 s."""
+    if _passwd(user) is None:
+        return
+    _signal_all(user, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while _processes_of(user) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    _signal_all(user, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while _processes_of(user) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -180,6 +189,8 @@ def make_site() -> Site:
 
 
 def remove_site(site: Site) -> None:
+    for user in USERS:
+        _signal_all(user, signal.SIGTERM)  # every account's servers shut down side by side
     for user in USERS:
         _remove_user(user)
     shutil.rmtree(site.root, ignore_errors=True)
@@ -373,16 +384,7 @@ def start_hub(site: Site, gradebook_url: str | None = None) -> Hub:
 
 
 def stop_hub(hub: Hub) -> None:
-    """Stop every user's server through the hub (cleanup_servers is off), then the hub."""
-    if hub.process is not None and hub.process.poll() is None and INSTRUCTOR in hub.tokens:
-        for user in USERS:  # all at once: the hub stops them side by side
-            try:
-                hub.request("DELETE", f"/hub/api/users/{user}/server", token=hub.tokens[INSTRUCTOR], timeout=5)
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-        deadline = time.monotonic() + 60
-        while any(_processes_of(user) for user in USERS) and time.monotonic() < deadline:
-            time.sleep(0.3)
+    """Stop the hub; the users' servers (cleanup_servers is off) go with their accounts (remove_site)."""
     hub.stop()
 
 
