@@ -10,7 +10,8 @@ What it sets up:
 - each user's server is `jupyterhub-singleuser` (JupyterLab) of the course's venv, run as that
   account by LocalProcessSpawner, in the user's home;
 - students get nbgrader's Assignment List and Validate, never formgrader (deploy/singleuser/student/);
-  instructors get formgrader on their course folder (deploy/singleuser/instructor/);
+  instructors get formgrader on their course folder, with a collect that never takes a submission whose
+  copy into the exchange was cut off (deploy/singleuser/instructor/);
 - every server is told where the shared exchange is (LMPOLICY_EXCHANGE) and, when the gradebook is a
   database server, where it is (LMPOLICY_GRADEBOOK_URL); the course's nbgrader_config.py reads both.
 """
@@ -29,7 +30,8 @@ def _names(variable: str, default: str) -> set[str]:
 
 
 # --- who -----------------------------------------------------------------------------------------
-# Local accounts (`useradd -m <name>`). Instructors are hub admins and own the course folder.
+# Local accounts (`useradd -m <name>`, home mode 700). Instructors are hub admins and own the course
+# folder; as admins they may also open any student's server through the hub (JupyterHub's admin role).
 INSTRUCTORS = _names("LMPOLICY_HUB_INSTRUCTORS", "instructor")
 STUDENTS = _names("LMPOLICY_HUB_STUDENTS", "")
 c.Authenticator.allowed_users = INSTRUCTORS | STUDENTS
