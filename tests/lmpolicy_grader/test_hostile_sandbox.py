@@ -32,7 +32,7 @@ from lmpolicy_grader.preprocessors.incidents import Incident
 from lmpolicy_grader.status import Status
 
 from .test_ch11_corpus import _autograded
-from .test_sandbox import _uid
+from .test_sandbox import _uid, uid_pool
 from .tiny_course import replace_answer
 
 pytestmark = [
@@ -488,8 +488,7 @@ def test_no_process_of_a_hostile_kernel_outlives_it(hostile_class):
     assert 0 not in uids and os.getuid() not in uids  # each kernel ran as a uid of its own
     # a grading process gives its kernels uids from a pool of 64 of its own: the pools of the reporting
     # kernels also hold the silent ones' (the stubborn loop), and their workers are gone
-    pools = {range(uid - (uid - sandbox.private_uid_base(0)) % 64, uid - (uid - sandbox.private_uid_base(0)) % 64 + 64)
-             for uid in uids}
+    pools = {uid_pool(uid) for uid in uids}
     leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and any(_uid(pid) in pool for pool in pools)]
     assert leftovers == [], "sandboxed processes outlived their notebook (the fork bomb's, the daemon, the loop)"
 

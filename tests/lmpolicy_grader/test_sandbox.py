@@ -322,7 +322,8 @@ def test_without_bubblewrap_grading_stops_and_says_how_to_enable_it(monkeypatch,
 # --- the tiny course, graded end to end --------------------------------------------------------
 
 # A blank submission that finds the instructor's source notebook and runs its solution cells.
-SOURCE_THIEF = """import json, pathlib
+SOURCE_THIEF = """import json, os, pathlib
+print("SANDBOX_UID", os.getuid())  # the uid pool of its worker holds the fork bomb's kernel's uid too
 for folder in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]:
     source = folder / "source" / "ch11" / "01_tiny.ipynb"
     if source.exists():
@@ -357,9 +358,16 @@ def test_graded_class_thief_gets_nothing_and_a_fork_bomb_costs_no_one_else(tmp_p
         assert scores("a_fork_bomb")["ex1"] == 0
     assert outcomes["b_reference"].status == Status.GRADED and scores("b_reference") == {"ex1": 2, "ex2": 3}
     assert outcomes["c_source_thief"].status == Status.GRADED and scores("c_source_thief") == {"ex1": 0, "ex2": 0}
-    ours = range(sandbox.private_uid_base(os.getpid()), sandbox.private_uid_base(os.getpid()) + 64)
-    leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and _uid(pid) in ours]
+    printed = (root / "autograded" / "c_source_thief" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb").read_text()
+    pool = uid_pool(int(printed.split("SANDBOX_UID ", 1)[1].split("\\n", 1)[0]))
+    leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and _uid(pid) in pool]
     assert leftovers == [], "sandboxed processes outlived their notebook"
+
+
+def uid_pool(uid: int) -> range:
+    """The 64 uids of the grading process that gave a kernel ``uid`` (its other kernels had the others)."""
+    first = uid - (uid - sandbox.private_uid_base(0)) % 64
+    return range(first, first + 64)
 
 
 def _uid(pid: str) -> int:
