@@ -91,16 +91,26 @@ def _write_lab_settings(settings_dir: Path) -> None:
         (folder / f"{plugin}.jupyterlab-settings").write_text(json.dumps(values))
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM to the process group we started (make and jupyter), then SIGKILL if it lingers."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
+def _group_alive(pgid: int) -> bool:
     try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM to the process group we started (make, jupyter, its kernels), then SIGKILL if any of it lingers.
+
+    make can exit before its jupyter child has closed its port, so wait for the whole group, not make alone."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while _group_alive(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if _group_alive(process.pid):
         os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+    process.wait(timeout=10)
 
 
 STUDENT_COPY = "test-artifacts/browser-work/ch11"  # CH11_COPY: relative to the course folder
