@@ -50,7 +50,7 @@ c.CourseDirectory.db_url = ((os.environ.get("LMPOLICY_GRADEBOOK_URL") or "").str
 # --- the exchange (release_assignment, fetch, submit, collect). On one machine: a folder of the course, made
 # here and ignored by git, so nbgrader and formgrader no longer look for (and warn about) the missing default
 # /usr/local/share/nbgrader/exchange. On a JupyterHub every user's nbgrader must see one shared folder: the
-# admin makes /srv/nbgrader/exchange (docs/instructors.md) and, once it exists, this course uses it.
+# admin makes /srv/nbgrader/exchange (docs/deployment.md) and, once it exists, this course uses it.
 # LMPOLICY_EXCHANGE names another shared folder (a hub whose exchange lives elsewhere, the deployment tests).
 SHARED_EXCHANGE = Path(os.environ.get("LMPOLICY_EXCHANGE") or "/srv/nbgrader/exchange")
 if SHARED_EXCHANGE.is_dir():

@@ -106,8 +106,8 @@ def _stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
     deadline = time.monotonic() + 20
-    while _group_alive(process.pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    while (process.poll(), _group_alive(process.pid))[1] and time.monotonic() < deadline:
+        time.sleep(0.2)  # poll() reaps make, so its zombie does not keep the group alive
     if _group_alive(process.pid):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=10)

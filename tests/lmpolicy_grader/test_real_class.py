@@ -65,7 +65,8 @@ def graded(tmp_path_factory):
     config = load_config(root)
     with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gradebook:
         for notebook, score in ADA_MANUAL.items():
-            gradebook.find_grade("ex3__manual", notebook, "ch11", "ada").manual_score = score
+            grade = gradebook.find_grade("ex3__manual", notebook, "ch11", "ada")
+            grade.manual_score, grade.needs_manual_grade = score, False  # as formgrader's grade API stores it
         gradebook.db.commit()
     return root, outputs["grade"], outputs["examples"]
 
