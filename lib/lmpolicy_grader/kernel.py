@@ -134,14 +134,19 @@ TRUSTED_KERNEL_IMPORTS = ("import numpy", "import torch", "import lmpolicy.check
 
 
 class TrustedKernelManager(AsyncKernelManager):
-    """Starts the trusted test kernel: the grader's Python, one thread, no sandbox, no extension."""
+    """Starts the trusted test kernel: the grader's Python, one thread, no sandbox, no extension, under
+    the grading kernel's memory limit (what it decodes from the submission is bounded there too)."""
 
     @property
     def kernel_spec(self):
         if self._kernel_spec is None:
+            prlimit = shutil.which("prlimit")
+            if prlimit is None:
+                raise RuntimeError("the trusted test kernel needs `prlimit` (Debian/Ubuntu package util-linux) on PATH")
             self._kernel_spec = KernelSpec(
                 resource_dir="", display_name="Python 3 (lmpolicy trusted tests)", language="python",
-                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                argv=[prlimit, f"--as={DEFAULT_MEMORY_BYTES}", "--",
+                      sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
                       "--IPKernelApp.log_level=ERROR", "--HistoryManager.hist_file=:memory:",
                       *(f"--IPKernelApp.exec_lines={line}" for line in TRUSTED_KERNEL_IMPORTS)],
                 env=dict(ONE_THREAD, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde"))

@@ -212,7 +212,7 @@ class Channel:
         found = {}
         for name, entry in names.items():
             if not (isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)) \
-                    or name in skip or hasattr(builtins, name) or not isinstance(entry, dict):
+                    or name.startswith("_") or name in skip or hasattr(builtins, name) or not isinstance(entry, dict):
                 continue
             if entry.get("kind") == "function":
                 found[name] = SubmissionFunction(self, name)
