@@ -59,6 +59,10 @@ else:
     c.Exchange.root = str(COURSE_ROOT / "exchange")
     (COURSE_ROOT / "exchange").mkdir(exist_ok=True)
 
+# collect (`nbgrader collect`, formgrader's button) never takes a submission whose copy into the exchange was
+# cut off, as stock nbgrader 0.9.6 does (it then replaces the student's last complete one): lmpolicy_grader/exchange.py
+c.ExchangeFactory.collect = "lmpolicy_grader.exchange.ExchangeCollectComplete"
+
 # --- autograding: sanitize, then execute in the limited kernel ---------------------------------
 c.Autograde.sanitize_preprocessors = [
     ClearOutput,

@@ -430,7 +430,7 @@ def test_a_server_killed_in_the_middle_of_a_submit_leaves_no_partial_submission_
     assert len(ok(hub.user_api(student, "GET", f"api/contents/{ASSIGNMENT}/data"), "data")["content"]) == 6000
 
     # stock nbgrader's collect would take the cut-off copy and delete the complete one for it; the
-    # instructor's collect (deploy/singleuser/instructor/complete_collect.py) skips it
+    # instructor's collect (lmpolicy_grader/exchange.py, set in the course's nbgrader_config.py) skips it
     log = formgrader_action(hub, f"assignment/{ASSIGNMENT}/collect")["log"]
     assert f"Skipping {partial.name}" in log, log
     assert _submission_files(collected) == complete, (

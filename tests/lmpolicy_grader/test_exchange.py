@@ -67,3 +67,35 @@ def test_release_fetch_submit_collect_grade(tmp_path, monkeypatch):
     for outcome in outcomes:
         rows = {r.exercise: r.score for r in exercise_rows(root, [outcome]) if r.exercise != "ex3"}
         assert rows == ANSWERS[outcome.student][1], outcome.student
+
+
+def test_collect_skips_a_submission_whose_copy_was_cut_off(tmp_path, monkeypatch):
+    """A server killed mid-submit leaves an inbound folder without timestamp.txt; stock nbgrader 0.9.6
+    collected it over the student's last complete submission, the course's collect keeps the complete one."""
+    root = tiny_course.make_course(tmp_path / "course")
+    release(root)
+    config = load_config(root)
+    factory, coursedir, auth = _exchange(root, config)
+    factory.ReleaseAssignment(coursedir=coursedir, authenticator=auth, config=config).start()
+    home = tmp_path / "home" / "alice"
+    monkeypatch.setattr(default_submit, "get_username", lambda: "alice")
+    student_config = load_config(root)
+    student_config.Exchange.assignment_dir = str(home)
+    student_config.Exchange.cache = str(tmp_path / "cache" / "alice")
+    student_factory, student_dir, student_auth = _exchange(home, student_config)
+    student_factory.FetchAssignment(coursedir=student_dir, authenticator=student_auth, config=student_config).start()
+    student_factory.Submit(coursedir=student_dir, authenticator=student_auth, config=student_config).start()
+
+    inbound = root / "exchange" / "lm-policy" / "inbound"
+    (complete,) = inbound.iterdir()
+    student, assignment, _, suffix = complete.name.split("+")
+    cut_off = inbound / f"{student}+{assignment}+2999-01-01 00:00:00.000000 UTC+{suffix}x"  # newer by its name
+    cut_off.mkdir()  # and only a part of the copy
+    assert "2999" in cut_off.name and not (cut_off / "timestamp.txt").exists()
+
+    collect = factory.Collect(coursedir=coursedir, authenticator=auth, config=config)
+    collect.update = True  # formgrader's Collect button: replace what submitted/ holds
+    collect.start()
+    collected = root / "submitted" / "alice" / "ch11"
+    assert (collected / f"{tiny_course.NOTEBOOK}.ipynb").exists()
+    assert (collected / "timestamp.txt").read_text() == (complete / "timestamp.txt").read_text()

@@ -5,7 +5,6 @@ nbgrader_config.py, source/ and release/; its configuration then roots the cours
 shared exchange from LMPOLICY_EXCHANGE and the gradebook from LMPOLICY_GRADEBOOK_URL (else SQLite in
 the folder), so formgrader and `python -m lmpolicy_grader grade` in a terminal grade the same way.
 """
-import importlib.util
 import os
 from pathlib import Path
 
@@ -15,10 +14,3 @@ course_config = Path.home() / os.environ.get("LMPOLICY_COURSE_FOLDER", "lm-polic
 if not course_config.exists():
     raise FileNotFoundError(f"the course folder has no {course_config.name}: expected {course_config}")
 load_subconfig(str(course_config))  # noqa: F821
-
-# Collect (formgrader's button, `nbgrader collect` in a terminal) never takes a submission whose copy into
-# the exchange was cut off: complete_collect.py, next to this file, says why.
-_spec = importlib.util.spec_from_file_location("complete_collect", Path(__file__).with_name("complete_collect.py"))
-_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_module)
-c.ExchangeFactory.collect = _module.ExchangeCollectComplete

@@ -1,4 +1,4 @@
-"""nbgrader's collect, blind to a submission whose copy into the exchange never finished.
+"""The course's exchange: nbgrader's collect, blind to a submission whose copy into the exchange never finished.
 
 Stock nbgrader 0.9.6 `submit` copies the assignment straight into
 inbound/<student>+<assignment>+<timestamp>+<random>/ and writes timestamp.txt there only once the copy is
