@@ -34,7 +34,10 @@ def release(course_root: Path, assignment: str = ASSIGNMENT) -> None:
     from nbgrader.converters import GenerateAssignment
     from nbgrader.coursedir import CourseDirectory
 
+    from lmpolicy_grader.gradebook import check_gradebook, gradebook_url
+
     config = load_config(course_root)
+    check_gradebook(gradebook_url(config, course_root))  # a wrong URL says so here, not in nbgrader's traceback
     coursedir = CourseDirectory(config=config, root=str(course_root))
     coursedir.assignment_id = assignment
     generate = GenerateAssignment(coursedir=coursedir, config=config)
@@ -193,7 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     course_root = chosen.course.resolve()
     if not (course_root / "nbgrader_config.py").exists():
         sys.exit(f"{course_root} has no nbgrader_config.py: run this in the course folder or pass --course")
-    chosen.command.run(course_root)
+    from lmpolicy_grader.gradebook import GradebookUnavailable
+    try:
+        chosen.command.run(course_root)
+    except GradebookUnavailable as error:
+        sys.exit(str(error))
     return 0
 
 

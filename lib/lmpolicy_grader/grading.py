@@ -147,8 +147,16 @@ def grade_unit(course_root: Path, config, student: str, notebook: str,
         autograde.log.removeHandler(errors)  # the log is nbgrader's shared one: the next notebook starts clean
     if status == Status.GRADED and feedback:
         generate = GenerateFeedback(coursedir=coursedir, config=config)
-        generate.force = True
-        generate.start()
+        generate.log.addHandler(errors)
+        try:
+            generate.force = True
+            generate.start()
+        except Exception as error:  # e.g. the gradebook became unreachable between grading and feedback
+            status = Status.FAILED
+            reason = ("its grades are stored, but its feedback could not be written: "
+                      + _first_cause(errors.lines, error).removeprefix("nbgrader could not grade it: "))
+        finally:
+            generate.log.removeHandler(errors)
     incidents = [i for i in INCIDENTS if i["kind"] != Incident.FAILED]
     return Outcome(student, notebook, status, reason, incidents, round(time.monotonic() - started, 2))
 
