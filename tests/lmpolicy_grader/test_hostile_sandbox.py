@@ -156,7 +156,8 @@ REPORT["abstract_unix_socket"] = _attempt(_abstract)
 open_ports = []
 for port in range(1, 65536):
     with socket.socket() as probe:
-        if probe.connect_ex(("127.0.0.1", port)) == 0:
+        # a connect from an ephemeral port to that same port joins the socket to itself: no one listens there
+        if probe.connect_ex(("127.0.0.1", port)) == 0 and probe.getsockname()[1] != port:
             open_ports.append(port)
 listening = {int(line.split()[1].split(":")[1], 16): line.split()[9]
              for table in ("/proc/net/tcp", "/proc/net/tcp6") for line in open(table).read().splitlines()[1:]}
