@@ -95,7 +95,7 @@ def test_each_typical_wrong_answer_costs_exactly_its_exercise(ch11_class):
     assert not problems, "\n".join(problems)
 
 
-def test_calling_the_library_earns_nothing_and_tampering_scores_zero(ch11_class):
+def test_calling_the_library_earns_nothing_and_rebinding_a_check_changes_nothing(ch11_class):
     root, students, outcomes = ch11_class
     if CH11_HOSTILE_STUDENT not in students:
         pytest.skip("notebook 07 is not committed yet")
@@ -106,8 +106,9 @@ def test_calling_the_library_earns_nothing_and_tampering_scores_zero(ch11_class)
     assert "LibraryShortcutUsed" in autograded
     outcome = next(o for o in outcomes if o.student == CH11_HOSTILE_STUDENT and o.notebook == "07_logprob_plumbing")
     rows = {r.exercise: r for r in exercise_rows(root, [outcome])}
-    assert rows["task1b"].status == Status.TAMPERING and "check_close" in rows["task1b"].reason
-    assert rows["task1a"].status != Status.TAMPERING
+    # the test cells run in the trusted process: rebinding check_close in the submission's kernel changes nothing
+    # there, so task1b scores what its wrong answer earns (0), graded, not flagged as tampering
+    assert rows["task1b"].status != Status.TAMPERING and rows["task1a"].status != Status.TAMPERING
 
 
 def test_a_broken_locked_setup_cell_is_put_back_and_costs_nothing(ch11_class):

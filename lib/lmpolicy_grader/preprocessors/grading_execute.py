@@ -49,7 +49,7 @@ _FAILED_LINE_EXPRESSION = ("(lambda tb: tb.tb_next.tb_lineno if tb is not None a
 # 07 waits for the corpus test that expects its rebinding of check_close to be caught as tampering:
 # in the trusted process that rebinding changes nothing, and the wrong answer simply scores 0.
 TRUSTED_NOTEBOOKS = ["01_policy_softmax", "02_temperature", "03_three_stages", "04_two_mdp_views",
-                     "05_tilted_optimum", "06_kl_estimators", "08_tinylm_reinforce"]
+                     "05_tilted_optimum", "06_kl_estimators", "07_logprob_plumbing", "08_tinylm_reinforce"]
 # Seconds a trusted test cell may take beyond the cell timeout its calls share (an interrupt's grace).
 TRUSTED_CELL_SLACK = 30
 
