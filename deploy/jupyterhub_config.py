@@ -89,6 +89,8 @@ c.Spawner.environment = {
     "LMPOLICY_EXCHANGE": os.environ.get("LMPOLICY_EXCHANGE", "/srv/nbgrader/exchange"),
     "LMPOLICY_COURSE_FOLDER": COURSE_FOLDER,
 }
-# the gradebook: a PostgreSQL URL for several graders; unset, the course's SQLite file
+# the gradebook: a PostgreSQL URL for several graders; unset, the course's SQLite file. Only instructors' servers
+# get it: the URL holds the database password, and a student's nbgrader never opens the gradebook.
 if os.environ.get("LMPOLICY_GRADEBOOK_URL"):
-    c.Spawner.environment["LMPOLICY_GRADEBOOK_URL"] = os.environ["LMPOLICY_GRADEBOOK_URL"]
+    GRADEBOOK_URL = os.environ["LMPOLICY_GRADEBOOK_URL"]
+    c.Spawner.environment["LMPOLICY_GRADEBOOK_URL"] = lambda spawner: GRADEBOOK_URL if _role(spawner) == "instructor" else ""

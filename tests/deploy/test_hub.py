@@ -225,6 +225,11 @@ def test_each_user_has_their_own_server_running_as_their_account(hub, site):
         home = ok(hub.user_api(user, "GET", "api/contents"), f"{user}'s home")
         assert home["path"] == "" and home["type"] == "directory"
         assert os.stat(f"/proc/{pid}").st_uid == os.stat(site.home(user)).st_uid, user
+        # the gradebook's URL (with its password) reaches instructors' servers only
+        environment = dict(line.split("=", 1) for line in
+                           Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0") if "=" in line)
+        expected = hub.env["LMPOLICY_GRADEBOOK_URL"] if user == INSTRUCTOR else ""
+        assert environment.get("LMPOLICY_GRADEBOOK_URL", "") == expected, user
     # a student's token opens no other user's server (the instructor, a hub admin, may open any)
     for student in STUDENTS:
         for other in set(USERS) - {student}:
