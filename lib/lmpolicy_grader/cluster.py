@@ -14,10 +14,19 @@ The local cluster is made that way here. A cluster started by Dask's own tools (
 and ``dask worker``, dask-kubernetes, dask-jobqueue, ``dask ssh``) is told the same on its command
 lines and in ``DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES``; the grader checks the thread count
 on every worker when it joins (``grading.GraderStartup``).
+
+The local cluster's workers are forked from a Python ``forkserver`` that has already imported
+distributed, nbgrader and the grader (``WORKER_PRELOAD``), so those seconds of imports are paid once
+in all, as the course's old fork pool paid them once in its parent, not once per worker. The
+forkserver lives as long as the grader's process and keeps the environment and working directory it
+started with; a process that grades several times (the tests, a notebook) may have changed both
+since, so each worker takes the grader's own at the time of grading (``local_surroundings`` here,
+``adopt_surroundings`` in the worker). Workers started by Dask's tools are left as they are.
 """
 from __future__ import annotations
 
 import logging
+import os
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -32,6 +41,10 @@ RESTART_WAIT = "30 minutes"
 # What a grading worker need not do while its one thread waits on a kernel: sample every thread's stack
 # each 10 ms for Dask's profiler, wake its event loop every 20 ms to see whether it is blocked.
 QUIET_WORKERS = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
+# What the forkserver imports before it forks the local cluster's workers: what a worker imports to join
+# the cluster and to grade (a failed import there is skipped by Python, and the worker then imports it itself).
+WORKER_PRELOAD = ["distributed", "nbgrader.converters", "nbgrader.coursedir", "lmpolicy_grader.preprocessors",
+                  "lmpolicy_grader.gradebook", "lmpolicy_grader.grading"]
 
 
 class ClusterUnavailable(RuntimeError):
@@ -62,7 +75,9 @@ def grading_client(scheduler: str | None = None, workers: int = 1) -> Iterator["
     # The scheduler and the nannies read these when they start; the cluster object reads the second when a
     # worker is lost, so the settings hold for as long as the cluster runs.
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                          "distributed.deploy.lost-worker-timeout": RESTART_WAIT, **QUIET_WORKERS}):
+                          "distributed.deploy.lost-worker-timeout": RESTART_WAIT,
+                          "distributed.worker.multiprocessing-method": "forkserver", **QUIET_WORKERS}):
+        _preload_forkserver()
         # No dashboard; the scheduler's small HTTP server (health, metrics) on any free loopback port, not 8787.
         # Dask's own log stays quiet: the grader says which notebook a dead worker took down, and why.
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -76,6 +91,29 @@ def grading_client(scheduler: str | None = None, workers: int = 1) -> Iterator["
                 client.close()
         finally:
             cluster.close()
+
+
+def _preload_forkserver() -> None:
+    """Have the forkserver import ``WORKER_PRELOAD`` when it starts (once per grader process; a forkserver
+    already running keeps what it imported)."""
+    from distributed.utils import get_mp_context
+
+    # Dask sets its own preload list the first time it makes a forkserver context; ours replaces it after.
+    get_mp_context().set_forkserver_preload(WORKER_PRELOAD)
+
+
+def local_surroundings() -> dict:
+    """The grader's environment variables and working directory, for the local cluster's workers
+    (``adopt_surroundings``): a forked worker has the forkserver's, which may be older."""
+    return {"environ": dict(os.environ), "cwd": os.getcwd()}
+
+
+def adopt_surroundings(surroundings: dict) -> None:
+    """Make this worker's environment variables and working directory exactly the grader's
+    (``local_surroundings``): none more, none fewer, none different."""
+    os.environ.clear()
+    os.environ.update(surroundings["environ"])
+    os.chdir(surroundings["cwd"])
 
 
 def describe(client) -> str:

@@ -14,10 +14,12 @@ Where start-up is paid. Importing nbgrader and the course's preprocessors, readi
 file lock every nbgrader session then holds) take seconds; a ``WorkerPlugin`` (``GraderStartup``)
 does it once per worker process, when it joins the cluster or is restarted, and the tasks find it
 done (``worker_config``). It also checks, on the worker, what the worker needs: one thread, the
-course folder in view, the sandbox if the kernels are to run in one. A Dask worker is a fresh
-interpreter, so each pays those imports itself (a few CPU seconds), where the course's own pool once
-forked its workers from one parent that had paid them; ``bench/bench_grading.py --part engine``
-measures what that and the rest of the engine cost against such a pool.
+course folder in view, the sandbox if the kernels are to run in one. The imports are paid once in all
+on the local cluster, whose workers are forked from a process that has made them (``cluster``), as the
+course's old pool forked its workers from a parent that had; there the plugin first gives the worker
+the grader's environment and working directory at the time of grading. A worker started by Dask's
+tools is a fresh interpreter and pays them itself. ``bench/bench_grading.py --part engine`` measures
+what the engine costs against such a pool.
 
 How a dead worker is handled. A submission can kill the process that grades it (outside the
 sandbox), and a machine can be lost. The grader keeps no more notebooks in flight than the cluster
@@ -52,7 +54,8 @@ import nbformat
 from distributed import WorkerPlugin
 from filelock import FileLock
 
-from lmpolicy_grader.cluster import ClusterUnavailable, describe, grading_client
+from lmpolicy_grader.cluster import (ClusterUnavailable, adopt_surroundings, describe, grading_client,
+                                     local_surroundings)
 from lmpolicy_grader.kernel import GradingKernelManager
 from lmpolicy_grader.preprocessors.incidents import INCIDENTS, Incident
 from lmpolicy_grader.sandbox import require_sandbox
@@ -208,10 +211,13 @@ class GraderStartup(WorkerPlugin):
     """Pays a worker's start-up (``worker_config``) when it joins the cluster, or is restarted,
     instead of in its first task; refuses a worker with more than one thread."""
 
-    def __init__(self, course_root: str, sandbox: bool):
-        self.course_root, self.sandbox = course_root, sandbox
+    def __init__(self, course_root: str, sandbox: bool, surroundings: dict | None = None):
+        # surroundings: the grader's environment and working directory, for a local cluster's worker only
+        self.course_root, self.sandbox, self.surroundings = course_root, sandbox, surroundings
 
     def setup(self, worker):
+        if self.surroundings is not None:
+            adopt_surroundings(self.surroundings)  # before the config is read: it and the gradebook read both
         if worker.state.nthreads != 1:
             raise ClusterUnavailable(
                 f"the Dask worker {worker.address} runs {worker.state.nthreads} threads; a grading worker runs one "
@@ -279,18 +285,21 @@ def grade_class(course_root: Path, students: list[str] | None = None, workers: i
         with grading_client(scheduler, local_workers) as client:
             if scheduler is not None:
                 log(f"grading {len(units)} notebooks on {describe(client)}")
-            outcomes += grade_on_cluster(client, course_root, units, assignment, feedback, sandbox, log)
+            surroundings = local_surroundings() if scheduler is None else None
+            outcomes += grade_on_cluster(client, course_root, units, assignment, feedback, sandbox, log,
+                                         surroundings)
     outcomes.sort(key=lambda o: (o.student, o.notebook))
     save_outcomes(course_root, outcomes)
     return outcomes
 
 
 def grade_on_cluster(client, course_root: Path, units: list[tuple[str, str]], assignment: str, feedback: bool,
-                     sandbox: bool, log) -> list[Outcome]:
-    """Grade ``units`` (student, notebook) on the cluster of ``client``, as many at once as it has threads."""
+                     sandbox: bool, log, surroundings: dict | None = None) -> list[Outcome]:
+    """Grade ``units`` (student, notebook) on the cluster of ``client``, as many at once as it has threads;
+    ``surroundings`` (``cluster.local_surroundings``) go to each worker of a local cluster before it starts up."""
     startup = f"lmpolicy-grader {course_root}"
     try:  # a worker that fails its start-up fails the registration, with its reason, before any task
-        client.register_plugin(GraderStartup(str(course_root), sandbox), name=startup)
+        client.register_plugin(GraderStartup(str(course_root), sandbox, surroundings), name=startup)
         return _grade_units(client, course_root, units, assignment, feedback, sandbox, log)
     finally:  # a shared cluster's later workers need not start up for this course any more
         client.unregister_worker_plugin(startup)

@@ -177,3 +177,46 @@ def test_a_course_folder_the_workers_cannot_see_is_named(tmp_path):
     """A worker on another machine without the shared file system: the error says so, nothing is graded."""
     with pytest.raises(cluster.ClusterUnavailable, match="cannot see the course folder .*same path"):
         grading.worker_config(str(tmp_path / "not-mounted-here"), sandbox=False)
+
+
+def _worker_process_facts():
+    import os
+    import sys
+    return {"parent": os.getppid(), "nbgrader imported": "nbgrader.converters" in sys.modules,
+            "environ": dict(os.environ), "cwd": os.getcwd()}
+
+
+def test_local_workers_are_forked_with_the_grader_imported_and_take_the_graders_environment(
+        tmp_path, monkeypatch):
+    """The local cluster's workers come from a forkserver that has imported nbgrader; one started for an
+    earlier grading still has that grading's environment, and every worker gets the grader's current one."""
+    import os
+    from contextlib import contextmanager
+
+    root = _course(tmp_path, {"alice": tiny_course.source_notebook()})
+    facts = []
+    real_client = grading.grading_client
+
+    @contextmanager
+    def watched_client(scheduler=None, workers=1):
+        with real_client(scheduler, workers) as client:
+            yield client
+            facts.append(list(client.run(_worker_process_facts).values()))
+
+    monkeypatch.setattr(grading, "grading_client", watched_client)
+    monkeypatch.setenv("LMPOLICY_TEST_EARLIER_ONLY", "set for the first grading")
+    first = grade_class(root, workers=1, log=lambda _: None)
+    monkeypatch.delenv("LMPOLICY_TEST_EARLIER_ONLY")
+    monkeypatch.setenv("LMPOLICY_TEST_LATER_ONLY", "set for the second grading")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    second = grade_class(root, workers=1, log=lambda _: None)
+    assert [o.status for o in first + second] == [Status.GRADED] * 2
+    (first_worker,), (second_worker,) = facts
+    for worker in (first_worker, second_worker):
+        # forked by the forkserver (a spawned worker's parent is this process, where its nanny runs),
+        # and nbgrader already there before the grader's start-up imported it
+        assert worker["parent"] != os.getpid() and worker["nbgrader imported"]
+    assert first_worker["environ"]["LMPOLICY_TEST_EARLIER_ONLY"] == "set for the first grading"
+    assert second_worker["environ"] == dict(os.environ) and "LMPOLICY_TEST_EARLIER_ONLY" not in os.environ
+    assert second_worker["cwd"] == str(tmp_path / "elsewhere")
