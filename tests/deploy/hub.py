@@ -361,7 +361,8 @@ class Hub:
 
     def server_pid(self, user: str) -> int:
         """The process id of ``user``'s jupyterhub-singleuser (the only one that account runs)."""
-        listed = subprocess.run(["ps", "-u", user, "-o", "pid=,args="], capture_output=True, text=True).stdout
+        # -ww: without it ps cuts the command line at 80 columns, and a long venv path loses the program's name
+        listed = subprocess.run(["ps", "-ww", "-u", user, "-o", "pid=,args="], capture_output=True, text=True).stdout
         pids = [int(line.split()[0]) for line in listed.splitlines() if "jupyterhub-singleuser" in line]
         if len(pids) != 1:
             raise HubError(f"expected one jupyterhub-singleuser running as {user}, found {listed!r}")

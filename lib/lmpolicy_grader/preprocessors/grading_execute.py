@@ -155,6 +155,25 @@ class GradingExecute(Execute):
         finally:
             self._stop_trusted_kernel()
 
+    async def async_start_new_kernel_client(self):
+        """The grading kernel's client; a kernel that died before it answered kernel_info (no cell of
+        the submission has run yet: a start-up crash, e.g. on a machine short of memory) is started
+        again once, and a second death makes the notebook FAILED with that reason."""
+        try:
+            return await super().async_start_new_kernel_client()
+        except RuntimeError as error:
+            if "before replying to kernel_info" not in str(error):
+                raise
+            self.log.warning("the grading kernel of %s died at start-up; starting it again", self._notebook)
+        self.km = self.create_kernel_manager()
+        await self.async_start_new_kernel()
+        try:
+            return await super().async_start_new_kernel_client()
+        except RuntimeError as error:
+            raise GradingFailed("kernel died", f"the grading kernel died twice at start-up, before any cell ran ({error})") from None
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)  # nbclient's sync setup_kernel calls this
+
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
         if isinstance(km, GradingKernelManager):

@@ -1,0 +1,49 @@
+"""GradingExecute when the grading kernel dies at start-up, before any cell of the submission ran."""
+from __future__ import annotations
+
+import sys
+
+import nbformat
+import pytest
+from traitlets.config import Config
+
+from lmpolicy_grader.kernel import GradingKernelManager
+from lmpolicy_grader.preprocessors.grading_execute import GradingExecute
+from lmpolicy_grader.preprocessors.incidents import GradingFailed
+
+DIE_AT_START = [sys.executable, "-c", "raise SystemExit(3)"]
+
+
+class KernelDyingAtStart(GradingKernelManager):
+    """A grading kernel (unsandboxed) whose first ``deaths`` starts exit before answering kernel_info."""
+    deaths = 0
+    starts = 0
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        type(self).starts += 1
+        if type(self).starts <= type(self).deaths:
+            return DIE_AT_START
+        return super().format_kernel_cmd(extra_arguments)
+
+
+def _grade(tmp_path, deaths: int):
+    KernelDyingAtStart.deaths, KernelDyingAtStart.starts = deaths, 0
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("answer = 6 * 7\nprint(answer)")])
+    config = Config({"GradingKernelManager": {"sandbox": False}})
+    execute = GradingExecute(config=config, kernel_manager_class=KernelDyingAtStart, tests_in_trusted_process=False)
+    resources = {"nbgrader": {"notebook": "01_policy_softmax"}, "metadata": {"path": str(tmp_path)}}
+    return execute.preprocess(nb, resources)[0]
+
+
+def test_a_kernel_that_dies_once_at_start_up_is_started_again_and_the_notebook_runs(tmp_path):
+    nb = _grade(tmp_path, deaths=1)
+    assert KernelDyingAtStart.starts == 2
+    assert nb.cells[0].outputs[0]["text"] == "42\n"
+
+
+def test_a_kernel_that_dies_twice_at_start_up_fails_the_notebook_with_that_reason(tmp_path):
+    with pytest.raises(GradingFailed) as failed:
+        _grade(tmp_path, deaths=2)
+    assert failed.value.kind == "kernel died"
+    assert "died twice at start-up, before any cell ran" in failed.value.reason
+    assert KernelDyingAtStart.starts == 2
