@@ -19,6 +19,7 @@ import jupyter_server_mathjax
 import lmpolicy_grader
 import nbgrader
 from lmpolicy_grader.export import StatusCsvExportPlugin
+from lmpolicy_grader.feedback_exporter import FeedbackHTMLExporter
 from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells)
 from lmpolicy_grader.preprocessors.show_pending_grades import PENDING_AWARE_FILTERS, ShowPendingGrades
@@ -102,6 +103,7 @@ c.ExportApp.plugin_class = StatusCsvExportPlugin
 # --- feedback: no hidden tests, no hidden assertion lines in tracebacks; an answer not graded yet
 # reads "not graded yet", not 0 (the filters let the feedback template print that text)
 c.GenerateFeedback.preprocessors = [GetGrades, ShowPendingGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+c.GenerateFeedback.exporter_class = FeedbackHTMLExporter  # nbconvert's HTML, its templates compiled once per worker
 
 # --- feedback formulas without internet: nbgrader's feedback template loads MathJax from a CDN, so a class on a
 # closed network saw raw LaTeX. lib/lmpolicy_grader/templates/feedback/mathjax.html.j2 loads instead the MathJax 2.7

@@ -14,6 +14,11 @@ booleans are ``--flag`` / ``--no-flag`` and take no value, so ``--no-release Fal
 from __future__ import annotations
 
 import sys
+
+if __name__ == "__main__":  # the command line: the local cluster's forkserver starts before the heavy imports below
+    from lmpolicy_grader.cluster import start_forkserver
+    start_forkserver(sys.argv[1:])
+
 import time
 from dataclasses import dataclass
 from pathlib import Path

@@ -57,6 +57,8 @@ from filelock import FileLock
 from lmpolicy_grader.cluster import (ClusterUnavailable, adopt_surroundings, describe, grading_client,
                                      local_surroundings)
 from lmpolicy_grader.kernel import GradingKernelManager
+from lmpolicy_grader.kernel_pool import stop_spares
+from lmpolicy_grader.preprocessors.grading_execute import start_spares
 from lmpolicy_grader.preprocessors.incidents import INCIDENTS, Incident
 from lmpolicy_grader.sandbox import require_sandbox
 from lmpolicy_grader.status import Status
@@ -223,7 +225,10 @@ class GraderStartup(WorkerPlugin):
                 f"the Dask worker {worker.address} runs {worker.state.nthreads} threads; a grading worker runs one "
                 "(`dask worker --nthreads 1`), so that nbgrader's per-process state serves one notebook at a time "
                 "and a worker that dies takes only its own notebook down")
-        worker_config(self.course_root, self.sandbox)
+        start_spares(worker_config(self.course_root, self.sandbox))
+
+    def teardown(self, worker):
+        stop_spares()  # a worker process ends without running atexit
 
 
 def grade_task(course_root: str, student: str, notebook: str, assignment: str, feedback: bool,

@@ -33,7 +33,8 @@ from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Int
 
-from lmpolicy_grader.sandbox import DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox, require_sandbox
+from lmpolicy_grader.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox,
+                                     require_sandbox)
 
 KERNEL_NAME = "lmpolicy-grader"
 ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -82,6 +83,7 @@ class GradingKernelManager(AsyncKernelManager):
                                    "notebook whose tests run in the trusted process)")
 
     _sandbox: Sandbox | None = None
+    _awaiting_notebook = False  # started before its notebook was known (kernel_pool): move_in comes later
 
     @property
     def kernel_spec(self):
@@ -92,10 +94,43 @@ class GradingKernelManager(AsyncKernelManager):
             self._kernel_spec = KernelSpec(resource_dir="", **spec)
         return self._kernel_spec
 
+    def recipe(self) -> tuple:
+        """What a kernel of this manager started now is made of (its limits, command line and the
+        environment it inherits): a spare serves a notebook whose recipe is its own."""
+        return (type(self).__name__, self.sandbox, self.max_processes, self.scratch_bytes,
+                json.dumps(self.kernel_spec.to_dict(), sort_keys=True), tuple(sorted(os.environ.items())))
+
+    async def start_for_a_later_notebook(self, **kw) -> None:
+        """Start the kernel before its notebook is known (a spare of ``kernel_pool``); ``move_in``
+        gives it its notebook folder before any of the notebook's code runs."""
+        self._awaiting_notebook = True
+        await self.start_kernel(**kw)
+
+    def can_take(self, notebook_dir: Path) -> bool:
+        """Can this kernel, started for a later notebook, serve ``notebook_dir`` without its sandbox
+        showing it (a course inside the Python installation)?"""
+        return self._awaiting_notebook and not (self._sandbox is not None and self._sandbox.shows(notebook_dir))
+
+    async def move_in(self, notebook_dir: Path) -> str | None:
+        """Before the first cell of a kernel started for a later notebook: close its sockets folder,
+        stage ``notebook_dir``'s files, and return the code the kernel runs to take them (None: nothing to take)."""
+        self._awaiting_notebook = False
+        if self._sandbox is None:  # unsandboxed, the kernel works in the notebook's folder itself
+            return f"__import__('os').chdir({str(notebook_dir)!r})"
+        await self._seal()
+        if not self._sandbox.stage(notebook_dir):
+            return None
+        return f"__import__('subprocess').run({list(COPY_STAGED_FILES)!r}, check=True)"
+
+    async def _seal(self) -> None:
+        ports = (self.shell_port, self.iopub_port, self.stdin_port, self.hb_port, self.control_port)
+        await self._sandbox.seal([f"{self.ip}-{port}" for port in ports])
+
     async def _async_pre_start_kernel(self, **kw):
         if self.sandbox and self._sandbox is None:
             require_sandbox()
-            self._sandbox = Sandbox.create(Path(kw.get("cwd") or os.getcwd()), self.max_processes, self.scratch_bytes)
+            folder = None if self._awaiting_notebook else Path(kw.get("cwd") or os.getcwd())
+            self._sandbox = Sandbox.create(folder, self.max_processes, self.scratch_bytes)
             self.transport, self.cache_ports = "ipc", False
             self.ip = str(self._sandbox.sockets / "kernel")
             self.connection_file = str(self._sandbox.sockets / "kernel.json")
@@ -108,9 +143,8 @@ class GradingKernelManager(AsyncKernelManager):
 
     async def _async_post_start_kernel(self, **kw):
         await super()._async_post_start_kernel(**kw)
-        if self._sandbox is not None:
-            ports = (self.shell_port, self.iopub_port, self.stdin_port, self.hb_port, self.control_port)
-            await self._sandbox.seal([f"{self.ip}-{port}" for port in ports])
+        if self._sandbox is not None and not self._awaiting_notebook:  # a spare is sealed by move_in, when it is ready
+            await self._seal()
 
     def format_kernel_cmd(self, extra_arguments=None):
         command = super().format_kernel_cmd(extra_arguments)
@@ -151,3 +185,8 @@ class TrustedKernelManager(AsyncKernelManager):
                       *(f"--IPKernelApp.exec_lines={line}" for line in TRUSTED_KERNEL_IMPORTS)],
                 env=dict(ONE_THREAD, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde"))
         return self._kernel_spec
+
+    def recipe(self) -> tuple:
+        """What a kernel of this manager is started from (see GradingKernelManager.recipe)."""
+        return (type(self).__name__, json.dumps(self.kernel_spec.to_dict(), sort_keys=True),
+                tuple(sorted(os.environ.items())))

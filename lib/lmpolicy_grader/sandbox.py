@@ -6,9 +6,11 @@ network, IPC and UTS namespaces and sees only:
 - the system (``/usr``, ``/etc`` and the merged-usr links), the Python installation and the folders
   the course's packages are imported from (``lmpolicy``, ``lmpolicy_grader``), all read-only; never
   a folder that holds the notebook's own folder (the course root, the instructor's home);
-- its working folder, at the notebook's own path: a fresh tmpfs of bounded size, into which the
-  notebook folder's other files (not its notebooks, which after sanitizing hold hidden tests) are
-  copied at start, so it may write there and nothing goes back;
+- its working folder, ``WORK_FOLDER`` (the same for every notebook, so it tells nothing of where
+  the course lives): a fresh tmpfs of bounded size, into which the notebook folder's other files
+  (not its notebooks, which after sanitizing hold hidden tests) are copied, so it may write there
+  and nothing goes back. They are copied at start, or, for a kernel started before its notebook
+  was known (``kernel_pool``), staged later (``stage``) and copied by the kernel before any cell;
 - ``/tmp``, a second tmpfs of bounded size, which is also its ``$HOME``;
 - one private folder for the kernel's connection file and ZMQ sockets (``transport="ipc"``: the
   network namespace has its own loopback, so TCP to the grader cannot work and nothing else can
@@ -32,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -51,7 +54,11 @@ _PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "MPLBACKEND
 _PASSED_ENV_PREFIXES = ("NBGRADER_",)
 _PASSED_ENV_SUFFIXES = ("_NUM_THREADS",)
 # Where, inside the sandbox, the notebook folder's files wait to be copied into the working folder.
-_STAGED_FILES = "/run/lmpolicy-notebook-files"
+STAGED_FILES = "/run/lmpolicy-notebook-files"
+# The kernel's working folder inside the sandbox, whatever the notebook.
+WORK_FOLDER = "/home/student/notebook"
+# Run in the working folder, in the sandbox: takes the staged files.
+COPY_STAGED_FILES = ("cp", "-R", "--", f"{STAGED_FILES}/.", ".")
 # Files and folders of lmpolicy_grader that no grading kernel imports and that quote the solutions
 # (a wrong answer is the solution with one mistake, a good written answer is a model answer).
 GRADER_DATA = ("wrong_answers", "written_answers.py")
@@ -141,16 +148,17 @@ def covered_grader_data() -> list[Path]:
     return sorted(path for path in paths if path.exists())
 
 
-def readable_folders(notebook_dir: Path) -> list[Path]:
+def readable_folders(notebook_dir: Path | None = None) -> list[Path]:
     """The Python installation and the course packages' import folders, minus any folder that holds
-    ``notebook_dir`` (binding that would show the course root: source/, the gradebook, everyone's work)."""
+    ``notebook_dir`` (binding that would show the course root: source/, the gradebook, everyone's work;
+    ``Sandbox.shows`` tells whether a sandbox made without a notebook folder would show one)."""
     candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
                   Path(sys.executable).parent, os.path.realpath(sys.executable) + "/../..", *_package_folders()]
     candidates += [entry for entry in sys.path if entry.endswith(("site-packages", "dist-packages"))]
     folders: list[Path] = []
     for candidate in candidates:
         folder = Path(os.path.realpath(candidate))
-        if not folder.is_dir() or folder == Path("/") or _contains(folder, notebook_dir.resolve()):
+        if not folder.is_dir() or folder == Path("/") or (notebook_dir and _contains(folder, notebook_dir.resolve())):
             continue
         if not any(_contains(known, folder) for known in folders):
             folders = [known for known in folders if not _contains(folder, known)] + [folder]
@@ -161,7 +169,7 @@ def readable_folders(notebook_dir: Path) -> list[Path]:
 class Sandbox:
     """One kernel's sandbox: its host-side private folder and the bwrap command line around it."""
 
-    notebook_dir: Path                 # the notebook's folder on the host (the kernel's cwd)
+    notebook_dir: Path | None          # the notebook's folder on the host (None: not known yet)
     private: Path                      # host folder: sockets/ (bound in) and files/ (copied in)
     max_processes: int = DEFAULT_MAX_PROCESSES
     scratch_bytes: int = DEFAULT_SCRATCH_BYTES
@@ -169,14 +177,19 @@ class Sandbox:
     readable: list[Path] = field(default_factory=list)
 
     @classmethod
-    def create(cls, notebook_dir: Path, max_processes: int = DEFAULT_MAX_PROCESSES,
+    def create(cls, notebook_dir: Path | None, max_processes: int = DEFAULT_MAX_PROCESSES,
                scratch_bytes: int = DEFAULT_SCRATCH_BYTES) -> "Sandbox":
-        notebook_dir = Path(notebook_dir).resolve()
+        """The sandbox of a kernel for ``notebook_dir`` (its files copied in at start), or for a
+        notebook not known yet (None: ``stage`` its files once it is)."""
+        notebook_dir = Path(notebook_dir).resolve() if notebook_dir is not None else None
         private = Path(tempfile.mkdtemp(prefix="lmpolicy-sandbox-"))
         uid = _private_uid() if os.geteuid() == 0 else None
         sandbox = cls(notebook_dir, private, max_processes, scratch_bytes, uid, readable_folders(notebook_dir))
         sandbox.sockets.mkdir()
-        sandbox._stage_files()
+        sandbox.staged.mkdir(mode=0o755)
+        sandbox.staged.chmod(0o755)  # readable by the kernel's uid, whatever the umask
+        if notebook_dir is not None:
+            sandbox._stage_files(notebook_dir)
         (sandbox.empty / "folder").mkdir(parents=True)
         (sandbox.empty / "file").touch()
         for path in [sandbox.empty, sandbox.empty / "folder", sandbox.empty / "file"]:  # readable by the kernel's uid
@@ -219,13 +232,27 @@ class Sandbox:
         os.chown(self.sockets, 0, 0)
         os.chmod(self.sockets, 0o755)
 
-    def _stage_files(self) -> None:
+    def shows(self, notebook_dir: Path) -> bool:
+        """Would this sandbox show ``notebook_dir`` (one of its read-only folders holds it)?"""
+        return any(_contains(folder, Path(notebook_dir).resolve()) for folder in self.readable)
+
+    def stage(self, notebook_dir: Path) -> bool:
+        """For a sandbox made before its notebook was known: put ``notebook_dir``'s files where the
+        kernel can copy them from (``STAGED_FILES``); False if there are none."""
+        if self.notebook_dir is not None or self.shows(notebook_dir):
+            raise ValueError(f"this sandbox cannot take {notebook_dir}: it was made for {self.notebook_dir} "
+                             "or would show that folder")
+        self.notebook_dir = Path(notebook_dir).resolve()
+        self._stage_files(self.notebook_dir)
+        return self._has_staged_files()
+
+    def _stage_files(self, notebook_dir: Path) -> None:
         # The notebook folder's own files, minus notebooks and hidden files: a sanitized .ipynb holds
         # hidden tests, of this notebook and of the student's others.
         def skipped(_folder, names):
             return [name for name in names if name.endswith(".ipynb") or name.startswith(".")]
-        if self.notebook_dir.is_dir():
-            shutil.copytree(self.notebook_dir, self.staged, ignore=skipped, symlinks=True)
+        if notebook_dir.is_dir():
+            shutil.copytree(notebook_dir, self.staged, ignore=skipped, symlinks=True, dirs_exist_ok=True)
             for path in [self.staged, *self.staged.rglob("*")]:  # readable by the kernel's uid
                 if not path.is_symlink():
                     path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
@@ -247,7 +274,7 @@ class Sandbox:
 
     def command(self, kernel_argv: list[str], env: dict, limits: list[str] = ()) -> list[str]:
         """The bwrap command line that runs ``kernel_argv`` in the sandbox (``limits``: more prlimit options)."""
-        work = str(self.notebook_dir)
+        work = WORK_FOLDER
         argv = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
                 "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--hostname", "sandbox"]
@@ -267,8 +294,7 @@ class Sandbox:
                    for path in self._covered()]
         mounts += [("--perms", "0777", "--size", str(self.scratch_bytes), "--tmpfs", work),
                    ("--bind", str(self.sockets), str(self.sockets))]
-        if self._has_staged_files():
-            mounts.append(("--ro-bind", str(self.staged), _STAGED_FILES))
+        mounts.append(("--ro-bind", str(self.staged), STAGED_FILES))  # bound even empty: stage() fills it later
         made = set()
         for mount in mounts:
             # bwrap would make the missing parents of a mount point private (0700): make them searchable
@@ -285,7 +311,7 @@ class Sandbox:
             argv += [shutil.which("setpriv") or "setpriv", f"--reuid={self.uid}", f"--regid={self.uid}",
                      "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
         if self._has_staged_files():
-            argv += ["/bin/sh", "-c", 'cp -R -- "$0"/. . && exec "$@"', _STAGED_FILES]
+            argv += ["/bin/sh", "-c", f'{shlex.join(COPY_STAGED_FILES)} && exec "$@"', "sh"]
         return argv + list(kernel_argv)
 
     def remove(self) -> None:

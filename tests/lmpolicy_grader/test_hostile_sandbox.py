@@ -407,9 +407,8 @@ def test_honest_students_beside_them_keep_every_point(hostile_class):
 def test_a_reader_finds_nothing_of_the_course_and_keeps_what_its_answers_earn(hostile_class):
     root, outcomes, context, _ = hostile_class
     seen = _report(root, "c_reader")
-    # nothing exists but the way to its own folder: the course root and autograded/ list one name each
-    way = {str(root): ["autograded"], str(root / "autograded"): ["c_reader"]}
-    assert seen["read"] == {path: way.get(path) for path in context["secrets"]}, seen["read"]
+    # nothing of the course's path exists: the kernel works in sandbox.WORK_FOLDER, whatever the notebook
+    assert seen["read"] == {path: None for path in context["secrets"]}, seen["read"]
     home_in_view = {p.relative_to(Path.home()).parts[0] for p in sandbox.readable_folders(root) if Path.home() in p.parents}
     assert set(seen["home"][context["home"]] or []) <= home_in_view  # at most the way to the Python installation
     assert seen["home"]["/tmp"] is not None and not [n for n in seen["home"]["/tmp"] if MARK in n]

@@ -2,7 +2,9 @@
 
 Each test starts the kernel the way nbgrader does (GradingKernelManager, cwd in the student's
 autograded folder of a course laid out as nbgrader lays it out) and runs a submission's hostile code
-in it; the last ones grade a tiny course end to end.
+in it; the tests marked ``started`` do it twice, once with the kernel started as a spare before its
+notebook was known (``kernel_pool``) and given its folder after. The last ones grade a tiny course
+end to end.
 """
 from __future__ import annotations
 
@@ -53,16 +55,31 @@ def course(tmp_path):
     return root, folder
 
 
-def run_in_kernel(folder: Path, code: str, sandbox: bool = True, **traits) -> dict:
-    """Run ``code`` in a grading kernel started in ``folder``; returns the JSON it prints last."""
+# The two ways a grading kernel starts: for its notebook, or as a spare that is given its notebook later.
+started = pytest.mark.parametrize("spare", [False, True], ids=["for-its-notebook", "as-a-spare"])
+
+
+def run_in_kernel(folder: Path, code: str, sandbox: bool = True, spare: bool = False, **traits) -> dict:
+    """Run ``code`` in a grading kernel started in ``folder`` (or, ``spare``, started before it was
+    known and moved in as GradingExecute does); returns the JSON it prints last."""
     async def run():
         manager = GradingKernelManager(sandbox=sandbox, **traits)
-        await manager.start_kernel(cwd=str(folder))
+        if spare:
+            await manager.start_for_a_later_notebook()
+            await asyncio.sleep(1)  # the kernel is up before its notebook comes
+            assert manager.can_take(folder)
+            moving_in = await manager.move_in(folder)
+        else:
+            await manager.start_kernel(cwd=str(folder))
+            moving_in = None
         client = manager.client()
         client.start_channels()
         outputs = []
         try:
             await client.wait_for_ready(timeout=60)
+            if moving_in is not None:
+                moved = await client.execute_interactive(moving_in, silent=True, timeout=60)
+                assert moved["content"]["status"] == "ok", moved["content"]
             reply = await client.execute_interactive(textwrap.dedent(code), timeout=120,
                                                      output_hook=lambda msg: outputs.append(msg))
             assert reply["content"]["status"] == "ok", reply["content"]
@@ -78,7 +95,8 @@ def run_in_kernel(folder: Path, code: str, sandbox: bool = True, **traits) -> di
         return pool.submit(asyncio.run, run()).result()
 
 
-def test_the_course_is_out_of_sight(course, repo_root, monkeypatch):
+@started
+def test_the_course_is_out_of_sight(course, repo_root, monkeypatch, spare):
     root, folder = course
     monkeypatch.setenv("INSTRUCTOR_TOKEN", "a secret in the grader's environment")
     targets = [str(root / name) for name in COURSE_SECRETS] + [str(repo_root / "source"), str(repo_root / "gradebook.db")]
@@ -88,11 +106,13 @@ def test_the_course_is_out_of_sight(course, repo_root, monkeypatch):
         found = {{path: os.path.exists(path) for path in {targets!r}}}
         home = sorted(os.listdir({str(home)!r})) if os.path.isdir({str(home)!r}) else []
         print(json.dumps({{"found": found, "here": sorted(os.listdir(".")), "up": sorted(os.listdir("..")),
-                          "home": os.path.expanduser("~"), "instructor_home": home, "env": sorted(os.environ)}}))
-    """)
+                          "home": os.path.expanduser("~"), "instructor_home": home, "env": sorted(os.environ),
+                          "cwd": os.getcwd()}}))
+    """, spare=spare)
     assert seen["found"] == {path: False for path in targets}
     assert seen["here"] == ["data.txt"]     # its own files, but not the sanitized notebooks
-    assert seen["up"] == ["ch11"]           # no other notebook folder, nobody else's
+    assert seen["up"] == ["notebook"]       # no other notebook folder, nobody else's
+    assert seen["cwd"] == sandbox.WORK_FOLDER  # the same for every notebook: it says nothing of the course
     assert seen["home"] == "/tmp"
     # of the instructor's home, at most the way to the Python installation (e.g. ~/.pyenv) is there
     on_the_way = {folder.relative_to(home).parts[0] for folder in sandbox.readable_folders(folder) if home in folder.parents}
@@ -100,14 +120,16 @@ def test_the_course_is_out_of_sight(course, repo_root, monkeypatch):
     assert not [name for name in seen["env"] if name.startswith("JUPYTER_") or name == "INSTRUCTOR_TOKEN"]
 
 
-def test_without_the_sandbox_the_kernel_reads_the_course(course):
-    """What the sandbox is for: opted out (``sandbox=False``), the same code finds the answers."""
+@started
+def test_without_the_sandbox_the_kernel_reads_the_course(course, spare):
+    """What the sandbox is for: opted out (``sandbox=False``), the same code finds the answers; the
+    kernel works in the notebook's own folder."""
     root, folder = course
     seen = run_in_kernel(folder, f"""
-        import json
-        print(json.dumps(open({str(root / 'source/ch11/01_tiny.ipynb')!r}).read()))
-    """, sandbox=False)
-    assert seen == "the answers"
+        import json, os
+        print(json.dumps([open({str(root / 'source/ch11/01_tiny.ipynb')!r}).read(), os.getcwd()]))
+    """, sandbox=False, spare=spare)
+    assert seen == ["the answers", str(folder)]
 
 
 def test_no_network_not_even_the_graders_loopback(course):
@@ -132,7 +154,8 @@ def test_no_network_not_even_the_graders_loopback(course):
     assert seen["('127.0.0.1', %d)" % port] == "ConnectionRefusedError"  # its own, empty loopback
 
 
-def test_writes_outside_its_folder_fail_and_its_folder_is_a_private_copy(course, repo_root):
+@started
+def test_writes_outside_its_folder_fail_and_its_folder_is_a_private_copy(course, repo_root, spare):
     root, folder = course
     targets = [str(root / "gradebook.db"), str(root / "autograded" / "other" / "ch11" / "01_tiny.ipynb"),
                str(repo_root / "lib" / "lmpolicy" / "checks.py"), "/usr/lib/planted.py", "/etc/planted"]
@@ -148,11 +171,13 @@ def test_writes_outside_its_folder_fail_and_its_folder_is_a_private_copy(course,
                 results[path] = "written"
             except OSError as error:
                 results[path] = type(error).__name__
+        results["data.txt before"] = open("data.txt").read()
         with open("data.txt", "w") as f:
             f.write("changed in the sandbox")
         open("new.txt", "w").write("made in the sandbox")
         print(json.dumps(results))
-    """)
+    """, spare=spare)
+    assert seen.pop("data.txt before") == "the student's own file"
     assert "written" not in seen.values(), seen
     assert (root / "gradebook.db").read_text() == "the answers"
     assert "planted" not in (repo_root / "lib" / "lmpolicy" / "checks.py").read_text()

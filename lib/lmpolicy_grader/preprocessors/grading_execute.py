@@ -19,21 +19,22 @@ The limits are the defaults of the traits below; nbgrader_config.py sets only wh
 from __future__ import annotations
 
 import ast
-import atexit
-import contextlib
 import json
+import os
 import tempfile
 import time
+from pathlib import Path
 
 import nbformat
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from traitlets import Bool, Dict, Int, Integer, List, Unicode
+from traitlets import Bool, Dict, Enum, Int, Integer, List, Unicode
 
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
 
 from lmpolicy.progress import exercise_key
+from lmpolicy_grader import kernel_pool
 from lmpolicy_grader.kernel import GradingKernelManager, TrustedKernelManager
 from lmpolicy_grader.preprocessors.incidents import GradingFailed, Incident, note
 
@@ -54,37 +55,25 @@ TRUSTED_NOTEBOOKS = ["01_policy_softmax", "02_temperature", "03_three_stages", "
 TRUSTED_CELL_SLACK = 30
 
 
-_SPARE: list[tuple[TrustedKernelManager, tempfile.TemporaryDirectory]] = []  # started for the next notebook
+# What nbclient adds to the command line of a kernel it starts (a spare, started here, gets it too).
+_HISTORY_IN_MEMORY = "--HistoryManager.hist_file=:memory:"
 
 
-def _start_trusted_kernel() -> tuple[TrustedKernelManager, tempfile.TemporaryDirectory]:
+def _start_trusted_kernel() -> kernel_pool.Kernel:
     """A trusted kernel, starting, in an empty folder of its own (the notebook's folder holds the
     submission's files, and a torch.py there would be imported by `import torch`)."""
     km, folder = TrustedKernelManager(), tempfile.TemporaryDirectory(prefix="lmpolicy-trusted-tests-")
     run_sync(km.start_kernel)(cwd=folder.name)
-    return km, folder
+    return kernel_pool.Kernel(km, km.recipe(), folder)
 
 
-def _take_trusted_kernel() -> tuple[TrustedKernelManager, tempfile.TemporaryDirectory]:
-    """The kernel started for this notebook while the last one was graded (or a new one), and a
-    spare started now for the next: each is used for one notebook only, and its start-up (Python,
-    torch) overlaps the grading instead of delaying it."""
-    taken = _SPARE.pop() if _SPARE else None
-    if taken is not None and not run_sync(taken[0].is_alive)():
-        taken[1].cleanup()
-        taken = None
-    taken = taken or _start_trusted_kernel()
-    _SPARE.append(_start_trusted_kernel())
-    return taken
-
-
-@atexit.register
-def _stop_spare() -> None:
-    for km, folder in _SPARE:
-        with contextlib.suppress(Exception):
-            run_sync(km.shutdown_kernel)(now=True)
-        folder.cleanup()
-    _SPARE.clear()
+def start_spares(config) -> None:
+    """Start the kernels of a grading worker's first notebook (a notebook whose tests run in the
+    trusted process) while the worker starts up, in the environment nbgrader's autograde gives them."""
+    execute = GradingExecute(config=config)
+    execute._trusted = execute.tests_in_trusted_process and bool(execute.trusted_notebooks)
+    with utils.setenv(NBGRADER_EXECUTION="autograde"):
+        execute._start_spares()
 
 
 def is_autograded_test(cell) -> bool:
@@ -130,6 +119,10 @@ class GradingExecute(Execute):
     trusted_notebooks = List(Unicode(), TRUSTED_NOTEBOOKS,
                              help="notebooks whose test cells run in the trusted process (the others run them "
                                   "in the grading kernel, with the tamper guard)").tag(config=True)
+    spare_kernels = Bool(True, help="while a notebook is graded, start the kernels of the next one (kernel_pool), "
+                                    "each used for one notebook only").tag(config=True)
+    # A grading kernel is thrown away after its notebook: killing it beats asking it to shut down.
+    shutdown_kernel = Enum(["graceful", "immediate"], default_value="immediate").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", GradingKernelManager)
@@ -143,42 +136,99 @@ class GradingExecute(Execute):
         self._tampered: dict[str, str] = {}
         self._output_bytes: dict[int, int] = {}
         self._trusted = self.tests_in_trusted_process and self._notebook in self.trusted_notebooks
-        self._trusted_km = self._trusted_kc = self._trusted_folder = None
+        self._trusted_kernel: kernel_pool.Kernel | None = None
+        self._trusted_kc = None
         self._channel_problem: str | None = None
+        self._folder = Path(resources.get("metadata", {}).get("path") or os.getcwd())
+        self._spare = self._moving_in = None
         try:
             if self._trusted:
-                self._trusted_km, self._trusted_folder = _take_trusted_kernel()
+                self._trusted_kernel = self._take_spare("trusted", TrustedKernelManager()) or _start_trusted_kernel()
+            self._spare = self._take_spare("grading", self._new_grading_kernel_manager())
+            if self._spare is not None and not self._spare.manager.can_take(self._folder):
+                self._spare.stop()
+                self._spare = None
             return super().preprocess(nb, resources, km)
         except GradingFailed as failure:
             note(Incident.FAILED, self._notebook, str(failure))
             raise
         finally:
             self._stop_trusted_kernel()
+            if self._spare is not None:  # taken but never used (grading stopped before the kernel started)
+                self._spare.stop()
+
+    # --- the grading kernel: started for this notebook, or a spare started while the last one was graded
+
+    def _new_grading_kernel_manager(self):
+        km = self.kernel_manager_class(config=self.config)
+        if isinstance(km, GradingKernelManager):
+            km.tamper_guard = not self._trusted
+        return km
+
+    def _recipe(self, km) -> tuple | None:
+        """What a spare of ``km``'s kind must have been started from to serve this notebook (None: no spares)."""
+        if not self.spare_kernels or not hasattr(km, "recipe"):
+            return None
+        return (*km.recipe(), *self.extra_arguments)
+
+    def _take_spare(self, kind: str, km) -> kernel_pool.Kernel | None:
+        recipe = self._recipe(km)
+        return kernel_pool.take(kind, recipe) if recipe is not None else None
+
+    def _start_spares(self) -> None:
+        """Start the kernels of the next notebook (now that this one's grading kernel is ready)."""
+        if self._recipe(self._new_grading_kernel_manager()) is None:
+            return
+        if self._trusted:
+            kernel_pool.start_spare("trusted", _start_trusted_kernel)
+
+        def start_grading_kernel() -> kernel_pool.Kernel:
+            km = self._new_grading_kernel_manager()
+            run_sync(km.start_for_a_later_notebook)(extra_arguments=[*self.extra_arguments, _HISTORY_IN_MEMORY])
+            return kernel_pool.Kernel(km, self._recipe(km))
+        kernel_pool.start_spare("grading", start_grading_kernel)
+
+    def create_kernel_manager(self):
+        spare, self._spare = self._spare, None
+        if spare is None:
+            self.km = self._new_grading_kernel_manager()
+        else:  # started already: nbclient sees it has a kernel, only connects to it, and stops it after
+            self.km, self._moving_in = spare.manager, spare.manager.move_in
+        return self.km
 
     async def async_start_new_kernel_client(self):
-        """The grading kernel's client; a kernel that died before it answered kernel_info (no cell of
-        the submission has run yet: a start-up crash, e.g. on a machine short of memory) is started
-        again once, and a second death makes the notebook FAILED with that reason."""
+        """The grading kernel's client. A spare kernel first takes its notebook folder's files. A kernel
+        that died before it answered kernel_info (no cell of the submission has run yet: a start-up
+        crash, e.g. on a machine short of memory) is started again once, and a second death makes the
+        notebook FAILED with that reason. Then the next notebook's spares start."""
+        move_in, self._moving_in = self._moving_in, None
+        code = await move_in(self._folder) if move_in is not None else None
         try:
-            return await super().async_start_new_kernel_client()
+            kc = await super().async_start_new_kernel_client()
         except RuntimeError as error:
             if "before replying to kernel_info" not in str(error):
                 raise
             self.log.warning("the grading kernel of %s died at start-up; starting it again", self._notebook)
-        self.km = self.create_kernel_manager()
-        await self.async_start_new_kernel()
-        try:
-            return await super().async_start_new_kernel_client()
-        except RuntimeError as error:
-            raise GradingFailed("kernel died", f"the grading kernel died twice at start-up, before any cell ran ({error})") from None
+            self.km, code = self.create_kernel_manager(), None
+            await self.async_start_new_kernel()
+            try:
+                kc = await super().async_start_new_kernel_client()
+            except RuntimeError as error:
+                raise GradingFailed("kernel died", "the grading kernel died twice at start-up, before any cell "
+                                    f"ran ({error})") from None
+        if code is not None:
+            await self._move_in(kc, code)
+        self._start_spares()
+        return kc
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)  # nbclient's sync setup_kernel calls this
 
-    def create_kernel_manager(self):
-        km = super().create_kernel_manager()
-        if isinstance(km, GradingKernelManager):
-            km.tamper_guard = not self._trusted
-        return km
+    async def _move_in(self, kc, code: str) -> None:
+        """Run ``code`` (the kernel taking its notebook folder's files) before any cell of the notebook."""
+        reply = await kc._async_execute_interactive(code, silent=True, store_history=False, timeout=self.startup_timeout)
+        if reply["content"].get("status") != "ok":
+            raise GradingFailed("kernel", "the grading kernel could not take the notebook folder's files "
+                                f"({reply['content'].get('ename')}: {reply['content'].get('evalue')})")
 
     def preprocess_cell(self, cell, resources, index):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
@@ -210,6 +260,10 @@ class GradingExecute(Execute):
         return cell, resources
 
     # --- the trusted test kernel -------------------------------------------------------------------
+
+    @property
+    def _trusted_km(self):
+        return self._trusted_kernel.manager if self._trusted_kernel is not None else None
 
     def _trusted_client(self):
         """The trusted kernel's client, connected to it and (through it) to the grading kernel."""
@@ -282,13 +336,10 @@ class GradingExecute(Execute):
         if self._trusted_kc is not None:
             self._trusted_kc.stop_channels()
         try:
-            if self._trusted_km is not None:
-                run_sync(self._trusted_km.shutdown_kernel)(now=True)
+            if self._trusted_kernel is not None:
+                self._trusted_kernel.stop()
         finally:
-            self._trusted_km = self._trusted_kc = None
-            if self._trusted_folder is not None:
-                self._trusted_folder.cleanup()
-                self._trusted_folder = None
+            self._trusted_kernel = self._trusted_kc = None
 
     def _record_failed_line(self, cell, grade_id: str) -> None:
         line, _ = self._kernel_value(_FAILED_LINE_EXPRESSION, grade_id)

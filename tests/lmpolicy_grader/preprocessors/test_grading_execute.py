@@ -30,7 +30,8 @@ def _grade(tmp_path, deaths: int):
     KernelDyingAtStart.deaths, KernelDyingAtStart.starts = deaths, 0
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("answer = 6 * 7\nprint(answer)")])
     config = Config({"GradingKernelManager": {"sandbox": False}})
-    execute = GradingExecute(config=config, kernel_manager_class=KernelDyingAtStart, tests_in_trusted_process=False)
+    execute = GradingExecute(config=config, kernel_manager_class=KernelDyingAtStart, tests_in_trusted_process=False,
+                             spare_kernels=False)  # the kernels this notebook starts for itself
     resources = {"nbgrader": {"notebook": "01_policy_softmax"}, "metadata": {"path": str(tmp_path)}}
     return execute.preprocess(nb, resources)[0]
 

@@ -1,0 +1,141 @@
+"""Spare kernels: a notebook is graded in kernels started while the last one was graded.
+
+The tests grade the tiny course (its notebook's tests in the trusted process) one notebook after
+another in this process, as a grading worker does, in the sandbox, and compare with grading
+without spares.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import signal
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from lmpolicy_grader import kernel_pool, sandbox
+from lmpolicy_grader.__main__ import release
+from lmpolicy_grader.grading import grade_unit, worker_config
+from lmpolicy_grader.preprocessors.grading_execute import start_spares
+from lmpolicy_grader.status import Status
+
+from . import tiny_course
+
+pytestmark = pytest.mark.skipif(sandbox.sandbox_problem() is not None and not os.environ.get("LMPOLICY_REQUIRE_SANDBOX"),
+                                reason=f"no sandbox here: {sandbox.sandbox_problem()}")
+
+WRONG_DOUBLE = "def double(x):\n    return 3 * np.asarray(x, dtype=float)"
+HELPER = "import numpy as np\n\ndef double(x):\n    return 2 * np.asarray(x, dtype=float)\n"
+
+
+def _released_notebook(root: Path):
+    return nbformat.read(root / "release" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb", as_version=4)
+
+
+@pytest.fixture
+def course(tmp_path):
+    """The tiny course, its tests in the trusted process, with four students: the reference, a wrong
+    double, an answer that imports double from a file of its own folder, and one that plants things
+    for whoever comes next."""
+    root = tiny_course.make_course(tmp_path / "course")
+    with open(root / "nbgrader_config.py", "a") as config:
+        config.write(f"c.GradingExecute.trusted_notebooks = [{tiny_course.NOTEBOOK!r}]\n")
+    release(root)
+    tiny_course.submit(root, "a_reference", tiny_course.source_notebook())
+    tiny_course.submit(root, "b_wrong", tiny_course.replace_answer(_released_notebook(root), "ex1__answer", WRONG_DOUBLE))
+    tiny_course.submit(root, "c_helper", tiny_course.replace_answer(_released_notebook(root), "ex1__answer",
+                                                                    "from helper import double"))
+    (root / "submitted" / "c_helper" / "ch11" / "helper.py").write_text(HELPER)
+    planter = ("import builtins, pathlib\nbuiltins.PLANTED = True\npathlib.Path('planted.txt').write_text('x')\n"
+               "pathlib.Path('/tmp/planted.txt').write_text('x')\n" + tiny_course.CORRECT_DOUBLE)
+    tiny_course.submit(root, "d_planter", tiny_course.replace_answer(_released_notebook(root), "ex1__answer", planter))
+    yield root
+    kernel_pool.stop_spares()
+
+
+def _in_a_thread(function, *args):
+    """Run ``function`` in a thread of its own: a browser test earlier on this pytest worker leaves an
+    event loop running in the main thread, where nbclient's run_sync cannot start its own."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(function, *args).result()
+
+
+def _grade_all(root: Path, students: list[str], spares: bool) -> dict[str, object]:
+    config = worker_config(str(root), True)
+    config.GradingExecute.spare_kernels = spares
+    if spares:
+        start_spares(config)
+    return {student: grade_unit(root, config, student, tiny_course.NOTEBOOK) for student in students}
+
+
+def _scores(root: Path, student: str) -> dict[str, float]:
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        notebook = gradebook.find_submission_notebook(tiny_course.NOTEBOOK, "ch11", student)
+        return {grade.name: grade.score for grade in notebook.grades if grade.auto_score is not None}
+
+
+def _children_kernels() -> list[int]:
+    """This process's children that are kernels or sandboxes (bwrap, ipykernel)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        parent = next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:"))
+        if int(parent) == os.getpid() and ("bwrap" in command or "ipykernel" in command):
+            found.append(int(entry.name))
+    return found
+
+
+STUDENTS = ["d_planter", "a_reference", "b_wrong", "c_helper"]  # the planter first: the others come after it
+
+
+def test_notebooks_graded_in_spare_kernels_score_as_in_kernels_of_their_own(course):
+    kernel_pool.SERVED.clear()
+    with_spares = _in_a_thread(_grade_all, course, STUDENTS, True)
+    served = dict(kernel_pool.SERVED)
+    scores_with_spares = {student: _scores(course, student) for student in STUDENTS}
+    _in_a_thread(kernel_pool.stop_spares)
+    assert _children_kernels() == [], "a spare kernel outlived stop_spares"
+
+    without = _in_a_thread(_grade_all, course, STUDENTS, False)
+    scores_without = {student: _scores(course, student) for student in STUDENTS}
+
+    assert served == {"grading": len(STUDENTS), "trusted": len(STUDENTS)}  # every notebook found both ready
+    assert {s: o.status for s, o in with_spares.items()} == {s: Status.GRADED for s in STUDENTS}
+    assert scores_with_spares == scores_without
+    assert scores_with_spares["a_reference"] == {"ex1__tests": 2.0, "ex2__tests": 3.0}
+    assert scores_with_spares["b_wrong"]["ex1__tests"] == 0.0
+    assert scores_with_spares["c_helper"]["ex1__tests"] == 2.0  # its helper.py reached the spare's folder
+    assert not (course / "autograded" / "d_planter" / "ch11" / "planted.txt").exists()  # nothing goes back
+
+
+def test_a_spare_that_no_longer_fits_is_stopped_and_the_notebook_starts_its_own(course, monkeypatch):
+    config = worker_config(str(course), True)
+    _in_a_thread(start_spares, config)
+    stale = kernel_pool._SPARES["grading"].manager
+    monkeypatch.setenv("LMPOLICY_SOMETHING_CHANGED", "1")  # the kernel would now inherit another environment
+    kernel_pool.SERVED.clear()
+    outcome = _in_a_thread(grade_unit, course, config, "a_reference", tiny_course.NOTEBOOK)
+    assert outcome.status == Status.GRADED
+    assert kernel_pool.SERVED["grading"] == 0
+    assert not _in_a_thread(lambda: __import__("jupyter_core.utils").utils.run_sync(stale.is_alive)())
+
+
+def test_a_spare_that_died_while_it_waited_is_replaced(course):
+    config = worker_config(str(course), True)
+    _in_a_thread(start_spares, config)
+    spare = kernel_pool._SPARES["grading"]
+    os.kill(spare.manager.provisioner.process.pid, signal.SIGKILL)  # bwrap, and the kernel with it
+    spare.manager.provisioner.process.wait()
+    kernel_pool.SERVED.clear()
+    outcome = _in_a_thread(grade_unit, course, config, "a_reference", tiny_course.NOTEBOOK)
+    assert outcome.status == Status.GRADED, outcome.reason
+    assert kernel_pool.SERVED["grading"] == 0
+    assert _scores(course, "a_reference") == {"ex1__tests": 2.0, "ex2__tests": 3.0}
