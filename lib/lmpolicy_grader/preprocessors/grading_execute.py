@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 
 import nbformat
-from jupyter_core.utils import run_sync
+from jupyter_core.utils import ensure_async, run_sync
+from nbclient.util import run_hook
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from traitlets import Bool, Dict, Enum, Int, Integer, List, Unicode
 
@@ -35,7 +36,7 @@ from nbgrader.preprocessors import Execute
 
 from lmpolicy.progress import exercise_key
 from lmpolicy_grader import kernel_pool
-from lmpolicy_grader.kernel import GradingKernelManager, TrustedKernelManager
+from lmpolicy_grader.kernel import GradingKernelManager, TrustedKernelManager, wait_until_ready
 from lmpolicy_grader.preprocessors.incidents import GradingFailed, Incident, note
 
 # Where a failed test cell's metadata records the line (1-based, in the cell) that raised.
@@ -204,7 +205,7 @@ class GradingExecute(Execute):
         move_in, self._moving_in = self._moving_in, None
         code = await move_in(self._folder) if move_in is not None else None
         try:
-            kc = await super().async_start_new_kernel_client()
+            kc = await self._connect_grading_kernel()
         except RuntimeError as error:
             if "before replying to kernel_info" not in str(error):
                 raise
@@ -212,7 +213,7 @@ class GradingExecute(Execute):
             self.km, code = self.create_kernel_manager(), None
             await self.async_start_new_kernel()
             try:
-                kc = await super().async_start_new_kernel_client()
+                kc = await self._connect_grading_kernel()
             except RuntimeError as error:
                 raise GradingFailed("kernel died", "the grading kernel died twice at start-up, before any cell "
                                     f"ran ({error})") from None
@@ -222,6 +223,19 @@ class GradingExecute(Execute):
         return kc
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)  # nbclient's sync setup_kernel calls this
+
+    async def _connect_grading_kernel(self):
+        """nbclient's start_new_kernel_client, with ``kernel.wait_until_ready`` for jupyter_client's wait_for_ready."""
+        self.kc = self.km.client()
+        await ensure_async(self.kc.start_channels())
+        try:
+            await wait_until_ready(self.kc, self.startup_timeout)
+        except Exception:
+            await self._async_cleanup_kernel()
+            raise
+        self.kc.allow_stdin = False
+        await run_hook(self.on_notebook_start, notebook=self.nb)
+        return self.kc
 
     async def _move_in(self, kc, code: str) -> None:
         """Run ``code`` (the kernel taking its notebook folder's files) before any cell of the notebook."""
@@ -270,7 +284,7 @@ class GradingExecute(Execute):
         if self._trusted_kc is None:
             self._trusted_kc = self._trusted_km.client()
             self._trusted_kc.start_channels()
-            run_sync(self._trusted_kc.wait_for_ready)(timeout=self.startup_timeout)
+            run_sync(wait_until_ready)(self._trusted_kc, self.startup_timeout)
             info = self.km.get_connection_info(session=False)
             info = {key: (value.decode() if isinstance(value, bytes) else value) for key, value in info.items()}
             sources = [(i, c.source) for i, c in enumerate(self.nb.cells)
