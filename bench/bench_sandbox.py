@@ -10,10 +10,12 @@ the other and in this order:
 2. the course's grader with the sandbox off: ``python -m lmpolicy_grader grade --student reference
    --workers 1 --sandbox off`` (process start, worker start-up, sanitizing, the grading and trusted
    kernels, gradebook, feedback: everything an instructor waits for);
-3. the same with the sandbox on (``--sandbox on``).
+3. the same with the sandbox on (``--sandbox on``);
+4. the same without spare kernels (``c.GradingExecute.spare_kernels = False``: each notebook starts its
+   two kernels when it comes, as the grader did before ``kernel_pool``).
 
-Rounds interleave the three, so a change of machine load hits all of them alike; the table gives every
-round and the median, with the ratios grader/bare (goal <= 1.3) and sandbox on/off.
+Rounds interleave the four, so a change of machine load hits all of them alike; the table gives every
+round and the median, with the ratios grader/bare (goal <= 1.3), sandbox on/off and spares on/off.
 
 Then where the time goes, each part measured the same number of times (median):
 - a stock kernel: start to ready, and ``import torch`` in it;
@@ -73,6 +75,15 @@ def make_course(notebooks: list[str]) -> Path:
         if student != "reference":
             shutil.rmtree(root / "submitted" / student)
     return root
+
+
+def without_spares(root: Path) -> Path:
+    """A copy of the course ``root`` whose grader starts each notebook's kernels when the notebook comes."""
+    copy = Path(tempfile.mkdtemp(prefix="bench-sandbox-no-spares-")) / "course"
+    shutil.copytree(root, copy)
+    with open(copy / "nbgrader_config.py", "a") as config:
+        config.write("\nc.GradingExecute.spare_kernels = False\n")
+    return copy
 
 
 def _unit_seconds(root: Path) -> dict[str, float]:
@@ -155,22 +166,27 @@ def main(s: Settings) -> None:
     print(f"machine: {os.cpu_count()} cores, {_cpu_model()}; notebooks: {', '.join(notebooks)}; "
           f"{s.rounds} rounds; load average {_load()}")
     root = make_course(notebooks)
-    times = {"bare": [], "off": [], "on": []}
+    no_spares = without_spares(root)
+    times = {"bare": [], "off": [], "on": [], "no spares": []}
     units = {"off": [], "on": []}
     for number in range(1, s.rounds + 1):
         times["bare"].append(bare_execution(root))  # the source notebooks, in source/ch11
         for mode in ("off", "on"):
             times[mode].append(_run(GRADE + ["--sandbox", mode], root))
             units[mode].append(_unit_seconds(root))
+        times["no spares"].append(_run(GRADE + ["--sandbox", "on"], no_spares))
         print(f"  round {number}: bare {times['bare'][-1]:.1f} s, sandbox off {times['off'][-1]:.1f} s, "
-              f"sandbox on {times['on'][-1]:.1f} s (load {_load()})")
-    bare, off, on = (statistics.median(times[k]) for k in ("bare", "off", "on"))
+              f"sandbox on {times['on'][-1]:.1f} s, on without spare kernels {times['no spares'][-1]:.1f} s "
+              f"(load {_load()})")
+    bare, off, on, cold = (statistics.median(times[k]) for k in ("bare", "off", "on", "no spares"))
     print(f"\none submission ({len(notebooks)} notebooks), 1 worker, median of {s.rounds} rounds")
     print(f"  bare execution (nbclient, stock kernel)        {bare:7.1f} s")
     print(f"  lmpolicy_grader grade, sandbox off             {off:7.1f} s   grader/bare {off / bare:.2f}")
     print(f"  lmpolicy_grader grade, sandbox on              {on:7.1f} s   grader/bare {on / bare:.2f} "
           f"(goal <= {GOAL_RATIO}: {'met' if on / bare <= GOAL_RATIO else 'missed'})")
     print(f"  sandbox on / off                               {on / off:7.2f}")
+    print(f"  sandbox on, without spare kernels              {cold:7.1f} s   grader/bare {cold / bare:.2f}; "
+          f"with spares / without {on / cold:.2f}")
 
     print(f"\nwhere the time goes (median of {s.rounds})")
     folder = root / "autograded" / "reference" / "ch11"
@@ -190,6 +206,7 @@ def main(s: Settings) -> None:
               f"so {(off if mode == 'off' else on) - total:.1f} s of the run is outside the notebooks")
     print(f"\nload average after: {_load()}")
     shutil.rmtree(root)
+    shutil.rmtree(no_spares.parent)
 
 
 if __name__ == "__main__":
