@@ -57,8 +57,7 @@ from filelock import FileLock
 from lmpolicy_grader.cluster import (ClusterUnavailable, adopt_surroundings, describe, grading_client,
                                      local_surroundings)
 from lmpolicy_grader.kernel import GradingKernelManager
-from lmpolicy_grader.kernel_pool import stop_spares
-from lmpolicy_grader.preprocessors.grading_execute import start_spares
+from lmpolicy_grader.kernel_pool import expect_next_notebook, stop_spares
 from lmpolicy_grader.preprocessors.incidents import INCIDENTS, Incident
 from lmpolicy_grader.sandbox import require_sandbox
 from lmpolicy_grader.status import Status
@@ -225,16 +224,19 @@ class GraderStartup(WorkerPlugin):
                 f"the Dask worker {worker.address} runs {worker.state.nthreads} threads; a grading worker runs one "
                 "(`dask worker --nthreads 1`), so that nbgrader's per-process state serves one notebook at a time "
                 "and a worker that dies takes only its own notebook down")
-        start_spares(worker_config(self.course_root, self.sandbox))
+        worker_config(self.course_root, self.sandbox)
 
     def teardown(self, worker):
         stop_spares()  # a worker process ends without running atexit
 
 
 def grade_task(course_root: str, student: str, notebook: str, assignment: str, feedback: bool,
-               sandbox: bool) -> Outcome:
-    """One Dask task: grade one student's notebook in this worker, holding that notebook's lock."""
+               sandbox: bool, more_to_come: bool = True) -> Outcome:
+    """One Dask task: grade one student's notebook in this worker, holding that notebook's lock;
+    ``more_to_come``: the class has enough notebooks left that this worker will likely get another
+    (its spare kernels then start for it)."""
     config = worker_config(course_root, sandbox)
+    expect_next_notebook(more_to_come)
     with FileLock(notebook_lock(course_root, assignment, student, notebook)):
         return grade_unit(Path(course_root), config, student, notebook, assignment, feedback)
 
@@ -321,7 +323,7 @@ def _grade_units(client, course_root: Path, units: list[tuple[str, str]], assign
     def submit():
         student, notebook = pending.pop()
         future = client.submit(grade_task, str(course_root), student, notebook, assignment, feedback, sandbox,
-                               key=f"grade-{run}-{student}/{notebook}", pure=False)
+                               len(pending) >= slots(), key=f"grade-{run}-{student}/{notebook}", pure=False)
         unit_of[future.key] = (student, notebook)
         return future
 

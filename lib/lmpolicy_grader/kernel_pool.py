@@ -6,7 +6,9 @@ long as a short notebook's cells. So while a notebook is graded, the kernels of 
 beside it: one spare of each kind per worker process. A spare serves one notebook only and is
 stopped after it, so nothing of one submission reaches the next; a spare that no longer fits (its
 kernel died, it was started with other limits, its sandbox would show the notebook's folder) is
-stopped, and the notebook starts its own kernel as if there were no pool.
+stopped, and the notebook starts its own kernel as if there were no pool. Spares start only while
+another notebook is expected in this process (``expect_next_notebook``): the grader says so with each
+task, so that the last notebooks of a class leave no kernels started for nothing.
 """
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ class Kernel:
 
 _SPARES: dict[str, Kernel] = {}  # kind ("grading", "trusted") -> started for the next notebook
 SERVED: Counter = Counter()      # kind -> notebooks a spare served in this process
+_next_notebook_expected = True   # see expect_next_notebook
 
 
 def take(kind: str, recipe: tuple) -> Kernel | None:
@@ -57,9 +60,16 @@ def take(kind: str, recipe: tuple) -> Kernel | None:
     return spare
 
 
+def expect_next_notebook(expected: bool) -> None:
+    """Say whether this process will grade another notebook after the one it grades now (default: yes)."""
+    global _next_notebook_expected
+    _next_notebook_expected = expected
+
+
 def start_spare(kind: str, start: Callable[[], Kernel]) -> None:
-    """Have a kernel of ``kind`` started by ``start`` wait for the next notebook (unless one already waits)."""
-    if kind not in _SPARES:
+    """Have a kernel of ``kind`` started by ``start`` wait for the next notebook (unless one already
+    waits, or no next notebook is expected)."""
+    if kind not in _SPARES and _next_notebook_expected:
         _SPARES[kind] = start()
 
 

@@ -17,7 +17,6 @@ import pytest
 from lmpolicy_grader import kernel_pool, sandbox
 from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.grading import grade_unit, worker_config
-from lmpolicy_grader.preprocessors.grading_execute import start_spares
 from lmpolicy_grader.status import Status
 
 from . import tiny_course
@@ -64,9 +63,11 @@ def _in_a_thread(function, *args):
 def _grade_all(root: Path, students: list[str], spares: bool) -> dict[str, object]:
     config = worker_config(str(root), True)
     config.GradingExecute.spare_kernels = spares
-    if spares:
-        start_spares(config)
     return {student: grade_unit(root, config, student, tiny_course.NOTEBOOK) for student in students}
+
+
+def _grade_reference(root: Path):
+    return grade_unit(root, worker_config(str(root), True), "a_reference", tiny_course.NOTEBOOK)
 
 
 def _scores(root: Path, student: str) -> dict[str, float]:
@@ -107,7 +108,7 @@ def test_notebooks_graded_in_spare_kernels_score_as_in_kernels_of_their_own(cour
     without = _in_a_thread(_grade_all, course, STUDENTS, False)
     scores_without = {student: _scores(course, student) for student in STUDENTS}
 
-    assert served == {"grading": len(STUDENTS), "trusted": len(STUDENTS)}  # every notebook found both ready
+    assert served == {"grading": len(STUDENTS) - 1, "trusted": len(STUDENTS) - 1}  # all but the first found both ready
     assert {s: o.status for s, o in with_spares.items()} == {s: Status.GRADED for s in STUDENTS}
     assert scores_with_spares == scores_without
     assert scores_with_spares["a_reference"] == {"ex1__tests": 2.0, "ex2__tests": 3.0}
@@ -117,25 +118,34 @@ def test_notebooks_graded_in_spare_kernels_score_as_in_kernels_of_their_own(cour
 
 
 def test_a_spare_that_no_longer_fits_is_stopped_and_the_notebook_starts_its_own(course, monkeypatch):
-    config = worker_config(str(course), True)
-    _in_a_thread(start_spares, config)
+    _in_a_thread(_grade_reference, course)  # leaves a spare of each kind for the next notebook
     stale = kernel_pool._SPARES["grading"].manager
     monkeypatch.setenv("LMPOLICY_SOMETHING_CHANGED", "1")  # the kernel would now inherit another environment
     kernel_pool.SERVED.clear()
-    outcome = _in_a_thread(grade_unit, course, config, "a_reference", tiny_course.NOTEBOOK)
+    outcome = _in_a_thread(_grade_reference, course)
     assert outcome.status == Status.GRADED
     assert kernel_pool.SERVED["grading"] == 0
     assert not _in_a_thread(lambda: __import__("jupyter_core.utils").utils.run_sync(stale.is_alive)())
 
 
 def test_a_spare_that_died_while_it_waited_is_replaced(course):
-    config = worker_config(str(course), True)
-    _in_a_thread(start_spares, config)
+    _in_a_thread(_grade_reference, course)
     spare = kernel_pool._SPARES["grading"]
     os.kill(spare.manager.provisioner.process.pid, signal.SIGKILL)  # bwrap, and the kernel with it
     spare.manager.provisioner.process.wait()
     kernel_pool.SERVED.clear()
-    outcome = _in_a_thread(grade_unit, course, config, "a_reference", tiny_course.NOTEBOOK)
+    outcome = _in_a_thread(_grade_reference, course)
     assert outcome.status == Status.GRADED, outcome.reason
     assert kernel_pool.SERVED["grading"] == 0
     assert _scores(course, "a_reference") == {"ex1__tests": 2.0, "ex2__tests": 3.0}
+
+
+def test_no_spare_starts_when_no_next_notebook_is_expected(course):
+    """The grader's last tasks of a class say no other notebook comes: they leave no kernel behind."""
+    kernel_pool.expect_next_notebook(False)
+    try:
+        outcome = _in_a_thread(_grade_reference, course)
+    finally:
+        kernel_pool.expect_next_notebook(True)
+    assert outcome.status == Status.GRADED
+    assert kernel_pool._SPARES == {} and _children_kernels() == []

@@ -56,25 +56,12 @@ TRUSTED_NOTEBOOKS = ["01_policy_softmax", "02_temperature", "03_three_stages", "
 TRUSTED_CELL_SLACK = 30
 
 
-# What nbclient adds to the command line of a kernel it starts (a spare, started here, gets it too).
-_HISTORY_IN_MEMORY = "--HistoryManager.hist_file=:memory:"
-
-
 def _start_trusted_kernel() -> kernel_pool.Kernel:
     """A trusted kernel, starting, in an empty folder of its own (the notebook's folder holds the
     submission's files, and a torch.py there would be imported by `import torch`)."""
     km, folder = TrustedKernelManager(), tempfile.TemporaryDirectory(prefix="lmpolicy-trusted-tests-")
     run_sync(km.start_kernel)(cwd=folder.name)
     return kernel_pool.Kernel(km, km.recipe(), folder)
-
-
-def start_spares(config) -> None:
-    """Start the kernels of a grading worker's first notebook (a notebook whose tests run in the
-    trusted process) while the worker starts up, in the environment nbgrader's autograde gives them."""
-    execute = GradingExecute(config=config)
-    execute._trusted = execute.tests_in_trusted_process and bool(execute.trusted_notebooks)
-    with utils.setenv(NBGRADER_EXECUTION="autograde"):
-        execute._start_spares()
 
 
 def is_autograded_test(cell) -> bool:
@@ -144,8 +131,10 @@ class GradingExecute(Execute):
         self._spare = self._moving_in = None
         try:
             if self._trusted:
-                self._trusted_kernel = self._take_spare("trusted", TrustedKernelManager()) or _start_trusted_kernel()
-            self._spare = self._take_spare("grading", self._new_grading_kernel_manager())
+                trusted = kernel_pool.take("trusted", TrustedKernelManager().recipe()) if self.spare_kernels else None
+                self._trusted_kernel = trusted or _start_trusted_kernel()
+            recipe = self._recipe(self._new_grading_kernel_manager())
+            self._spare = kernel_pool.take("grading", recipe) if recipe is not None else None
             if self._spare is not None and not self._spare.manager.can_take(self._folder):
                 self._spare.stop()
                 self._spare = None
@@ -167,14 +156,18 @@ class GradingExecute(Execute):
         return km
 
     def _recipe(self, km) -> tuple | None:
-        """What a spare of ``km``'s kind must have been started from to serve this notebook (None: no spares)."""
+        """What a spare grading kernel must have been started from to serve this notebook (None: no spares)."""
         if not self.spare_kernels or not hasattr(km, "recipe"):
             return None
-        return (*km.recipe(), *self.extra_arguments)
+        return (*km.recipe(), *self._kernel_arguments())
 
-    def _take_spare(self, kind: str, km) -> kernel_pool.Kernel | None:
-        recipe = self._recipe(km)
-        return kernel_pool.take(kind, recipe) if recipe is not None else None
+    def _kernel_arguments(self) -> list[str]:
+        """The arguments nbclient gives a kernel it starts (it adds the history file to ``extra_arguments``
+        the first time, so they are read from here, not from ``extra_arguments`` itself)."""
+        arguments = list(self.extra_arguments)
+        if not any(argument.startswith("--HistoryManager.hist_file") for argument in arguments):
+            arguments.append(f"--HistoryManager.hist_file={self.ipython_hist_file}")
+        return arguments
 
     def _start_spares(self) -> None:
         """Start the kernels of the next notebook (now that this one's grading kernel is ready)."""
@@ -185,7 +178,7 @@ class GradingExecute(Execute):
 
         def start_grading_kernel() -> kernel_pool.Kernel:
             km = self._new_grading_kernel_manager()
-            run_sync(km.start_for_a_later_notebook)(extra_arguments=[*self.extra_arguments, _HISTORY_IN_MEMORY])
+            run_sync(km.start_for_a_later_notebook)(extra_arguments=self._kernel_arguments())
             return kernel_pool.Kernel(km, self._recipe(km))
         kernel_pool.start_spare("grading", start_grading_kernel)
 
