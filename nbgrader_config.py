@@ -1,10 +1,10 @@
 """nbgrader configuration of the course `lm-policy`, assignment `ch11` (see docs/instructors.md).
 
-Stock nbgrader 0.9.6 plus four preprocessors of `lmpolicy_grader.preprocessors` that close its holes:
-a duplicated cell no longer fails the notebook, deleted locked cells come back, the grading kernel runs
-under limits with a tamper guard before every test cell, and feedback shows neither hidden tests nor
-their assertion lines; and an exporter whose
-`nbgrader export` marks a submission that could not be graded FAILED instead of scoring it 0.
+Stock nbgrader 0.9.6 plus the preprocessors of `lmpolicy_grader.preprocessors` that close its holes: a
+duplicated cell no longer fails the notebook, deleted locked cells come back, the submission runs in a
+limited, sandboxed kernel and the tests in a trusted one, a notebook's grades are stored whole or not at
+all, and feedback shows neither hidden tests nor a 0 for an answer not graded by hand yet; and an exporter
+whose `nbgrader export` marks a submission that could not be graded FAILED instead of scoring it 0.
 """
 import os
 import sys
@@ -12,8 +12,7 @@ from pathlib import Path
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,
-                                    GetGrades, IgnorePattern, LimitOutput, OverwriteCells, OverwriteKernelspec,
-                                    SaveAutoGrades)
+                                    GetGrades, IgnorePattern, LimitOutput, OverwriteCells, OverwriteKernelspec)
 
 import jupyter_server_mathjax
 import lmpolicy_grader
@@ -21,7 +20,7 @@ import nbgrader
 from lmpolicy_grader.export import StatusCsvExportPlugin
 from lmpolicy_grader.feedback_exporter import FeedbackHTMLExporter
 from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
-                                           RestoreDeletedCells)
+                                           RestoreDeletedCells, SaveAutoGradesWhole)
 from lmpolicy_grader.preprocessors.show_pending_grades import PENDING_AWARE_FILTERS, ShowPendingGrades
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
@@ -78,7 +77,7 @@ c.Autograde.autograde_preprocessors = [
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,
-    SaveAutoGrades,
+    SaveAutoGradesWhole,   # one transaction per notebook: its grades are stored whole or not at all
     AssignLatePenalties,
     CheckCellMetadata,
 ]
