@@ -31,9 +31,10 @@ import time
 from pathlib import Path
 from queue import Empty
 
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, Int
+from traitlets import Bool, DottedObjectName, Int
 
 from lmpolicy_grader.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox,
                                      require_sandbox)
@@ -73,6 +74,8 @@ def install_grading_kernel(prefix_dir: Path, **limits) -> Path:
 
 class GradingKernelManager(AsyncKernelManager):
     """Starts the grading kernel whatever kernelspec a notebook names (none needs installing)."""
+
+    client_class = DottedObjectName("lmpolicy_grader.kernel.ReadyKernelClient")
 
     memory_bytes = Int(DEFAULT_MEMORY_BYTES, help="address-space limit of the kernel (bytes)").tag(config=True)
     cpu_seconds = Int(DEFAULT_CPU_SECONDS, help="CPU-time limit of the kernel (seconds)").tag(config=True)
@@ -173,6 +176,8 @@ class TrustedKernelManager(AsyncKernelManager):
     """Starts the trusted test kernel: the grader's Python, one thread, no sandbox, no extension, under
     the grading kernel's memory limit (what it decodes from the submission is bounded there too)."""
 
+    client_class = DottedObjectName("lmpolicy_grader.kernel.ReadyKernelClient")
+
     @property
     def kernel_spec(self):
         if self._kernel_spec is None:
@@ -194,26 +199,30 @@ class TrustedKernelManager(AsyncKernelManager):
                 tuple(sorted(os.environ.items())))
 
 
-async def wait_until_ready(client, timeout: float) -> None:
-    """Wait until ``client``'s kernel answers kernel_info and its iopub messages reach the client.
+class ReadyKernelClient(AsyncKernelClient):
+    """The client of the grading and trusted kernels: ready as soon as its kernel is."""
 
-    What jupyter_client's ``wait_for_ready`` checks, without the 0.2 s of iopub silence it then waits
-    for (twice per notebook: the grading kernel and the trusted one). The kernel's iopub status for
-    the kernel_info request is the proof that iopub is connected; until it comes, ask again.
-    Raises RuntimeError as ``wait_for_ready`` does, with the same words when the kernel died."""
-    deadline = time.monotonic() + timeout
-    while True:
-        msg_id = client.kernel_info()
-        reply = await _message_for(client.shell_channel, msg_id, 1.0)
-        if reply is not None and reply["msg_type"] == "kernel_info_reply":
-            while (status := await _message_for(client.iopub_channel, msg_id, 0.2)) is not None:
-                if status["msg_type"] == "status" and status["content"].get("execution_state") == "idle":
-                    client._handle_kernel_info_reply(reply)
-                    return
-        if not await client._async_is_alive():
-            raise RuntimeError("Kernel died before replying to kernel_info")
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
+    async def wait_for_ready(self, timeout: float | None = None) -> None:
+        """Wait until the kernel answers kernel_info and its iopub messages reach this client.
+
+        What jupyter_client's ``wait_for_ready`` checks, without the 0.2 s of iopub silence it then waits
+        for (twice per notebook: the grading kernel and the trusted one). The kernel's iopub status for
+        the kernel_info request is the proof that iopub is connected; until it comes, ask again.
+        Raises RuntimeError as jupyter_client does, with the same words when the kernel died."""
+        timeout = 60.0 if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while True:
+            msg_id = self.kernel_info()
+            reply = await _message_for(self.shell_channel, msg_id, 1.0)
+            if reply is not None and reply["msg_type"] == "kernel_info_reply":
+                while (status := await _message_for(self.iopub_channel, msg_id, 0.2)) is not None:
+                    if status["msg_type"] == "status" and status["content"].get("execution_state") == "idle":
+                        self._handle_kernel_info_reply(reply)
+                        return
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
 
 
 async def _message_for(channel, msg_id: str, seconds: float):

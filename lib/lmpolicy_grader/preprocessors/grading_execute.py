@@ -26,8 +26,7 @@ import time
 from pathlib import Path
 
 import nbformat
-from jupyter_core.utils import ensure_async, run_sync
-from nbclient.util import run_hook
+from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from traitlets import Bool, Dict, Enum, Int, Integer, List, Unicode
 
@@ -36,7 +35,7 @@ from nbgrader.preprocessors import Execute
 
 from lmpolicy.progress import exercise_key
 from lmpolicy_grader import kernel_pool
-from lmpolicy_grader.kernel import GradingKernelManager, TrustedKernelManager, wait_until_ready
+from lmpolicy_grader.kernel import GradingKernelManager, TrustedKernelManager
 from lmpolicy_grader.preprocessors.incidents import GradingFailed, Incident, note
 
 # Where a failed test cell's metadata records the line (1-based, in the cell) that raised.
@@ -128,13 +127,14 @@ class GradingExecute(Execute):
         self._trusted_kc = None
         self._channel_problem: str | None = None
         self._folder = Path(resources.get("metadata", {}).get("path") or os.getcwd())
-        self._spare = self._moving_in = None
+        self._spare = self._moving_in = self._grading_recipe = None
         try:
             if self._trusted:
                 trusted = kernel_pool.take("trusted", TrustedKernelManager().recipe()) if self.spare_kernels else None
                 self._trusted_kernel = trusted or _start_trusted_kernel()
-            recipe = self._recipe(self._new_grading_kernel_manager())
-            self._spare = kernel_pool.take("grading", recipe) if recipe is not None else None
+            self._grading_recipe = self._recipe(self._new_grading_kernel_manager())
+            if self._grading_recipe is not None:
+                self._spare = kernel_pool.take("grading", self._grading_recipe)
             if self._spare is not None and not self._spare.manager.can_take(self._folder):
                 self._spare.stop()
                 self._spare = None
@@ -171,7 +171,7 @@ class GradingExecute(Execute):
 
     def _start_spares(self) -> None:
         """Start the kernels of the next notebook (now that this one's grading kernel is ready)."""
-        if self._recipe(self._new_grading_kernel_manager()) is None:
+        if self._grading_recipe is None:
             return
         if self._trusted:
             kernel_pool.start_spare("trusted", _start_trusted_kernel)
@@ -198,7 +198,7 @@ class GradingExecute(Execute):
         move_in, self._moving_in = self._moving_in, None
         code = await move_in(self._folder) if move_in is not None else None
         try:
-            kc = await self._connect_grading_kernel()
+            kc = await super().async_start_new_kernel_client()
         except RuntimeError as error:
             if "before replying to kernel_info" not in str(error):
                 raise
@@ -206,7 +206,7 @@ class GradingExecute(Execute):
             self.km, code = self.create_kernel_manager(), None
             await self.async_start_new_kernel()
             try:
-                kc = await self._connect_grading_kernel()
+                kc = await super().async_start_new_kernel_client()
             except RuntimeError as error:
                 raise GradingFailed("kernel died", "the grading kernel died twice at start-up, before any cell "
                                     f"ran ({error})") from None
@@ -217,22 +217,9 @@ class GradingExecute(Execute):
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)  # nbclient's sync setup_kernel calls this
 
-    async def _connect_grading_kernel(self):
-        """nbclient's start_new_kernel_client, with ``kernel.wait_until_ready`` for jupyter_client's wait_for_ready."""
-        self.kc = self.km.client()
-        await ensure_async(self.kc.start_channels())
-        try:
-            await wait_until_ready(self.kc, self.startup_timeout)
-        except Exception:
-            await self._async_cleanup_kernel()
-            raise
-        self.kc.allow_stdin = False
-        await run_hook(self.on_notebook_start, notebook=self.nb)
-        return self.kc
-
     async def _move_in(self, kc, code: str) -> None:
         """Run ``code`` (the kernel taking its notebook folder's files) before any cell of the notebook."""
-        reply = await kc._async_execute_interactive(code, silent=True, store_history=False, timeout=self.startup_timeout)
+        reply = await kc.execute_interactive(code, silent=True, store_history=False, timeout=self.startup_timeout)
         if reply["content"].get("status") != "ok":
             raise GradingFailed("kernel", "the grading kernel could not take the notebook folder's files "
                                 f"({reply['content'].get('ename')}: {reply['content'].get('evalue')})")
@@ -277,7 +264,7 @@ class GradingExecute(Execute):
         if self._trusted_kc is None:
             self._trusted_kc = self._trusted_km.client()
             self._trusted_kc.start_channels()
-            run_sync(wait_until_ready)(self._trusted_kc, self.startup_timeout)
+            run_sync(self._trusted_kc.wait_for_ready)(timeout=self.startup_timeout)
             info = self.km.get_connection_info(session=False)
             info = {key: (value.decode() if isinstance(value, bytes) else value) for key, value in info.items()}
             sources = [(i, c.source) for i, c in enumerate(self.nb.cells)
