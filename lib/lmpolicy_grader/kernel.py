@@ -34,8 +34,9 @@ from queue import Empty
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, DottedObjectName, Int
+from traitlets import Bool, DottedObjectName, Float, Int
 
+from lmpolicy_grader.cgroup import cgroup_problem
 from lmpolicy_grader.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox,
                                      require_sandbox)
 
@@ -72,6 +73,15 @@ def install_grading_kernel(prefix_dir: Path, **limits) -> Path:
     return kernel_dir
 
 
+_warned: set[str] = set()
+
+
+def _warn_once(log, message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning(message)
+
+
 class GradingKernelManager(AsyncKernelManager):
     """Starts the grading kernel whatever kernelspec a notebook names (none needs installing)."""
 
@@ -84,6 +94,11 @@ class GradingKernelManager(AsyncKernelManager):
     max_processes = Int(DEFAULT_MAX_PROCESSES, help="processes and threads the sandboxed kernel may run").tag(config=True)
     scratch_bytes = Int(DEFAULT_SCRATCH_BYTES, help="size of the sandbox's /tmp and of its working folder, "
                                                     "each (bytes)").tag(config=True)
+    cgroup = Bool(True, help="also cap the whole sandbox (all its processes together) in a control group: "
+                             "memory_bytes of memory, max_processes, cpu_cores of CPU; where none can be made "
+                             "(not root), grading warns once and the per-process limits stand alone").tag(config=True)
+    cpu_cores = Float(1.0, help="CPU cores a sandbox may use at once, however many processes it runs "
+                                "(the grading kernel runs one thread)").tag(config=True)
     tamper_guard = Bool(True, help="load the in-process tamper guard (GradingExecute turns it off for a "
                                    "notebook whose tests run in the trusted process)")
 
@@ -102,7 +117,7 @@ class GradingKernelManager(AsyncKernelManager):
     def recipe(self) -> tuple:
         """What a kernel of this manager started now is made of (its limits, command line and the
         environment it inherits): a spare serves a notebook whose recipe is its own."""
-        return (type(self).__name__, self.sandbox, self.max_processes, self.scratch_bytes,
+        return (type(self).__name__, self.sandbox, self.max_processes, self.scratch_bytes, self._group_limits(),
                 json.dumps(self.kernel_spec.to_dict(), sort_keys=True), tuple(sorted(os.environ.items())))
 
     async def start_for_a_later_notebook(self, **kw) -> None:
@@ -127,6 +142,16 @@ class GradingKernelManager(AsyncKernelManager):
             return None
         return f"__import__('subprocess').run({list(COPY_STAGED_FILES)!r}, check=True)"
 
+    def _group_limits(self) -> dict | None:
+        """The sandbox's control-group limits (None: no group, see ``cgroup``)."""
+        if not (self.sandbox and self.cgroup):
+            return None
+        problem = cgroup_problem()
+        if problem is not None:
+            _warn_once(self.log, f"each sandbox's processes are limited one by one, not together: {problem}")
+            return None
+        return {"memory_bytes": self.memory_bytes, "cpu_cores": self.cpu_cores}
+
     async def _seal(self) -> None:
         ports = (self.shell_port, self.iopub_port, self.stdin_port, self.hb_port, self.control_port)
         await self._sandbox.seal([f"{self.ip}-{port}" for port in ports])
@@ -135,7 +160,7 @@ class GradingKernelManager(AsyncKernelManager):
         if self.sandbox and self._sandbox is None:
             require_sandbox()
             folder = None if self._awaiting_notebook else Path(kw.get("cwd") or os.getcwd())
-            self._sandbox = Sandbox.create(folder, self.max_processes, self.scratch_bytes)
+            self._sandbox = Sandbox.create(folder, self.max_processes, self.scratch_bytes, self._group_limits())
             self.transport, self.cache_ports = "ipc", False
             self.ip = str(self._sandbox.sockets / "kernel")
             self.connection_file = str(self._sandbox.sockets / "kernel.json")

@@ -25,7 +25,9 @@ without a size bound, so it could fill half the host's memory there.
 Processes are capped with ``prlimit --nproc``. RLIMIT_NPROC is never enforced for global root, so a
 grader running as root starts the kernel as an unused uid of its own (``setpriv``); a grader running
 as a normal user gets a user namespace, where the limit counts only the sandbox's processes. Memory
-and CPU time keep the grading kernel's ``prlimit --as --cpu``. Everything the sandbox holds lives in
+and CPU time keep the grading kernel's ``prlimit --as --cpu``, per process; where the grader may make
+control groups (as root), the whole sandbox's memory, processes and CPU are capped together too
+(``cgroup``). Everything the sandbox holds lives in
 tmpfs or in a host folder removed after the kernel stops: nothing persists from one notebook to the
 next.
 """
@@ -43,6 +45,8 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+
+from lmpolicy_grader.cgroup import SandboxCgroup
 
 # Enough for a kernel's threads (torch, ZMQ, IPython) with a wide margin; a fork bomb stops here.
 DEFAULT_MAX_PROCESSES = 256
@@ -175,16 +179,25 @@ class Sandbox:
     scratch_bytes: int = DEFAULT_SCRATCH_BYTES
     uid: int | None = None             # the kernel's uid when the grader runs as root
     readable: list[Path] = field(default_factory=list)
+    cgroup: SandboxCgroup | None = None  # the whole sandbox's memory, processes and CPU (cgroup.py)
 
     @classmethod
     def create(cls, notebook_dir: Path | None, max_processes: int = DEFAULT_MAX_PROCESSES,
-               scratch_bytes: int = DEFAULT_SCRATCH_BYTES) -> "Sandbox":
+               scratch_bytes: int = DEFAULT_SCRATCH_BYTES, group_limits: dict | None = None) -> "Sandbox":
         """The sandbox of a kernel for ``notebook_dir`` (its files copied in at start), or for a
-        notebook not known yet (None: ``stage`` its files once it is)."""
+        notebook not known yet (None: ``stage`` its files once it is). ``group_limits``
+        (``memory_bytes``, ``cpu_cores``): put the whole sandbox in a control group with these limits
+        and ``max_processes`` (raises CgroupUnavailable where none can be made)."""
         notebook_dir = Path(notebook_dir).resolve() if notebook_dir is not None else None
         private = Path(tempfile.mkdtemp(prefix="lmpolicy-sandbox-"))
         uid = _private_uid() if os.geteuid() == 0 else None
         sandbox = cls(notebook_dir, private, max_processes, scratch_bytes, uid, readable_folders(notebook_dir))
+        if group_limits is not None:
+            try:
+                sandbox.cgroup = SandboxCgroup.create(private.name, max_processes=max_processes, **group_limits)
+            except BaseException:
+                sandbox.remove()
+                raise
         sandbox.sockets.mkdir()
         sandbox.staged.mkdir(mode=0o755)
         sandbox.staged.chmod(0o755)  # readable by the kernel's uid, whatever the umask
@@ -275,7 +288,8 @@ class Sandbox:
     def command(self, kernel_argv: list[str], env: dict, limits: list[str] = ()) -> list[str]:
         """The bwrap command line that runs ``kernel_argv`` in the sandbox (``limits``: more prlimit options)."""
         work = WORK_FOLDER
-        argv = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
+        argv = self.cgroup.join_command() if self.cgroup is not None else []
+        argv += [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session",
                 "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
                 "--hostname", "sandbox"]
         if self.uid is None:
@@ -315,4 +329,6 @@ class Sandbox:
         return argv + list(kernel_argv)
 
     def remove(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.remove()
         shutil.rmtree(self.private, ignore_errors=True)
