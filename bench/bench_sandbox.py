@@ -12,10 +12,13 @@ the other and in this order:
    kernels, gradebook, feedback: everything an instructor waits for);
 3. the same with the sandbox on (``--sandbox on``);
 4. the same without spare kernels (``c.GradingExecute.spare_kernels = False``: each notebook starts its
-   two kernels when it comes, as the grader did before ``kernel_pool``).
+   two kernels when it comes, as the grader did before ``kernel_pool``);
+5. the same with spares but without the sandbox's control group (``c.GradingKernelManager.cgroup = False``;
+   only where control groups can be made, i.e. as root).
 
-Rounds interleave the four, so a change of machine load hits all of them alike; the table gives every
-round and the median, with the ratios grader/bare (goal <= 1.3), sandbox on/off and spares on/off.
+Rounds interleave the five, so a change of machine load hits all of them alike; the table gives every
+round and the median, with the ratios grader/bare (goal <= 1.3), sandbox on/off, spares on/off and
+control group on/off.
 
 Then where the time goes, each part measured the same number of times (median):
 - a stock kernel: start to ready, and ``import torch`` in it;
@@ -77,12 +80,12 @@ def make_course(notebooks: list[str]) -> Path:
     return root
 
 
-def without_spares(root: Path) -> Path:
-    """A copy of the course ``root`` whose grader starts each notebook's kernels when the notebook comes."""
-    copy = Path(tempfile.mkdtemp(prefix="bench-sandbox-no-spares-")) / "course"
+def configured(root: Path, setting: str) -> Path:
+    """A copy of the course ``root`` whose nbgrader_config.py ends with ``setting``."""
+    copy = Path(tempfile.mkdtemp(prefix="bench-sandbox-variant-")) / "course"
     shutil.copytree(root, copy)
     with open(copy / "nbgrader_config.py", "a") as config:
-        config.write("\nc.GradingExecute.spare_kernels = False\n")
+        config.write(f"\n{setting}\n")
     return copy
 
 
@@ -165,19 +168,24 @@ def main(s: Settings) -> None:
     notebooks = [n for n in s.notebooks.split(",") if n]
     print(f"machine: {os.cpu_count()} cores, {_cpu_model()}; notebooks: {', '.join(notebooks)}; "
           f"{s.rounds} rounds; load average {_load()}")
+    from lmpolicy_grader.cgroup import cgroup_problem
     root = make_course(notebooks)
-    no_spares = without_spares(root)
-    times = {"bare": [], "off": [], "on": [], "no spares": []}
+    variants = {"no spares": configured(root, "c.GradingExecute.spare_kernels = False")}
+    if cgroup_problem() is None:
+        variants["no cgroup"] = configured(root, "c.GradingKernelManager.cgroup = False")
+    else:
+        print(f"  (no control group variant: {cgroup_problem()})")
+    times = {"bare": [], "off": [], "on": [], **{name: [] for name in variants}}
     units = {"off": [], "on": []}
     for number in range(1, s.rounds + 1):
         times["bare"].append(bare_execution(root))  # the source notebooks, in source/ch11
         for mode in ("off", "on"):
             times[mode].append(_run(GRADE + ["--sandbox", mode], root))
             units[mode].append(_unit_seconds(root))
-        times["no spares"].append(_run(GRADE + ["--sandbox", "on"], no_spares))
-        print(f"  round {number}: bare {times['bare'][-1]:.1f} s, sandbox off {times['off'][-1]:.1f} s, "
-              f"sandbox on {times['on'][-1]:.1f} s, on without spare kernels {times['no spares'][-1]:.1f} s "
-              f"(load {_load()})")
+        for name, course in variants.items():
+            times[name].append(_run(GRADE + ["--sandbox", "on"], course))
+        print(f"  round {number}: " + ", ".join(f"{name} {seconds[-1]:.1f} s" for name, seconds in times.items())
+              + f" (load {_load()})")
     bare, off, on, cold = (statistics.median(times[k]) for k in ("bare", "off", "on", "no spares"))
     print(f"\none submission ({len(notebooks)} notebooks), 1 worker, median of {s.rounds} rounds")
     print(f"  bare execution (nbclient, stock kernel)        {bare:7.1f} s")
@@ -187,6 +195,10 @@ def main(s: Settings) -> None:
     print(f"  sandbox on / off                               {on / off:7.2f}")
     print(f"  sandbox on, without spare kernels              {cold:7.1f} s   grader/bare {cold / bare:.2f}; "
           f"with spares / without {on / cold:.2f}")
+    if "no cgroup" in times:
+        ungrouped = statistics.median(times["no cgroup"])
+        print(f"  sandbox on, without its control group          {ungrouped:7.1f} s   "
+              f"with the group / without {on / ungrouped:.2f}")
 
     print(f"\nwhere the time goes (median of {s.rounds})")
     folder = root / "autograded" / "reference" / "ch11"
@@ -206,7 +218,8 @@ def main(s: Settings) -> None:
               f"so {(off if mode == 'off' else on) - total:.1f} s of the run is outside the notebooks")
     print(f"\nload average after: {_load()}")
     shutil.rmtree(root)
-    shutil.rmtree(no_spares.parent)
+    for course in variants.values():
+        shutil.rmtree(course.parent)
 
 
 if __name__ == "__main__":
