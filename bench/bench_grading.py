@@ -9,7 +9,8 @@
    both with the course's nbgrader_config.py (same preprocessors and limited kernel), feedback off;
    (a) twice: as nbgrader starts kernels (each notebook's when it comes: ``spare_kernels=False``), and
    with the course's spare kernels, which that config also gives stock nbgrader.
-   Goal: (a) / (b) >= 2.5 on 2 cores.
+   Goal: (a) / (b) >= 2.5 on 2 cores. Also the cores (a) keeps busy on average: cores / that is the
+   most any grader doing the same work per notebook can gain over it.
 2. One submission (the reference): the bare execution of its notebooks with nbclient, one after the
    other, in the stock python3 kernel, vs. grading it with the course command (worker start-up,
    sanitizing, guard, gradebook, feedback included), with 1 worker and with W workers.
@@ -68,6 +69,17 @@ def _run(args: list[str], cwd: Path) -> float:
     if result.returncode != 0:
         sys.exit(f"{' '.join(args)} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
     return seconds
+
+
+def _run_with_cores(args: list[str], cwd: Path) -> tuple[float, float]:
+    """_run's seconds, and the cores the command kept busy on average (CPU seconds of it and every
+    process it waited for, over the wall clock)."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds = _run(args, cwd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, cpu / seconds
 
 
 def make_course(notebooks: list[str] | None) -> Path:
@@ -176,14 +188,20 @@ def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, w
     # stock nbgrader reads the course config, so its Execute is the course's GradingExecute, spare kernels
     # included; nbgrader's own way, each notebook's kernels started when it comes, is spare_kernels=False
     autograde = [*nbgrader, "autograde", "ch11", "--force", "--log-level=ERROR"]
-    stock_own_way = _run(autograde + ["--GradingExecute.spare_kernels=False"], root)
-    stock = _run(autograde, root)
+    stock_own_way, own_way_cores = _run_with_cores(autograde + ["--GradingExecute.spare_kernels=False"], root)
+    stock, stock_cores = _run_with_cores(autograde, root)
     parallel = _run(course + ["--workers", str(workers), "--no-feedback"], root)
     print(f"\na class of {len(students)} (reference / mistakes / blank copies)")
-    print(f"  stock nbgrader autograde, one process, kernels started as each notebook comes   {stock_own_way:7.1f} s")
-    print(f"  stock nbgrader autograde, one process, the course's spare kernels                {stock:7.1f} s")
+    print(f"  stock nbgrader autograde, one process, kernels started as each notebook comes   {stock_own_way:7.1f} s"
+          f"   {own_way_cores:.2f} cores busy")
+    print(f"  stock nbgrader autograde, one process, the course's spare kernels                {stock:7.1f} s"
+          f"   {stock_cores:.2f} cores busy")
     print(f"  lmpolicy_grader grade, {workers} workers                                              {parallel:7.1f} s   "
           f"speed-up {stock_own_way / parallel:.2f}x and {stock / parallel:.2f}x (goal >= 2.5x)")
+    # one stock process already keeps this many cores busy (its two kernels per notebook, and the spares):
+    # no grader that does the same work per notebook can be faster than the cores left over allow
+    print(f"  the most any parallel grader could gain on {os.cpu_count()} cores over stock with spares: "
+          f"{os.cpu_count() / stock_cores:.2f}x (cores / cores stock keeps busy)")
 
 
 # --- the gradebook under concurrent writers ------------------------------------------------------
