@@ -10,7 +10,8 @@ CPU from the kernels graded beside it. A control group counts all of a sandbox's
 - cpu: at most ``cpu_cores`` cores, however many processes spin.
 
 The sandbox's first process, a shell that then becomes bwrap, writes its own pid into the group, so
-everything the sandbox ever runs is inside before any of it runs. Making groups needs root (or a delegated
+everything the sandbox ever runs is inside before any of it runs. The group is removed with its sandbox;
+the groups of a grader killed before it could do that are removed, once empty, by the next grader. Making groups needs root (or a delegated
 cgroup v2 subtree): where they cannot be made, ``cgroup_problem`` says why and the per-process limits stand
 alone (docs/threat_model.md).
 """
@@ -120,6 +121,23 @@ class SandboxCgroup:
                 time.sleep(0.02)
 
 
+def remove_abandoned(older_than: float = 600.0, pattern: str = "lmpolicy-sandbox-*") -> list[str]:
+    """Remove the empty groups named like ``pattern`` made more than ``older_than`` seconds ago: those of a
+    grader that was killed before it could remove them (a sandbox joins its group within milliseconds of
+    making it, and a group that still holds a process cannot be removed). Returns the names removed."""
+    removed = []
+    parents = [ROOT / PARENT] if _is_v2() else [ROOT / controller / PARENT for controller in _V1_CONTROLLERS]
+    for parent in parents:
+        for folder in parent.glob(pattern) if parent.is_dir() else []:
+            try:
+                if time.time() - folder.stat().st_mtime > older_than and not (folder / "cgroup.procs").read_text().split():
+                    folder.rmdir()
+                    removed.append(folder.name)
+            except OSError:
+                pass  # in use, or gone already
+    return sorted(set(removed))
+
+
 @lru_cache(maxsize=1)
 def cgroup_problem() -> str | None:
     """Why no control group can be made for a sandbox here (None: they can)."""
@@ -138,4 +156,5 @@ def cgroup_problem() -> str | None:
         SandboxCgroup.create(f"trial-{os.getpid()}", 64 * 1024**2, 16, 1.0).remove()
     except CgroupUnavailable as error:
         return f"{error} (control groups need root, or a delegated cgroup v2 subtree)"
+    remove_abandoned()
     return None

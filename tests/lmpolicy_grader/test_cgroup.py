@@ -5,6 +5,8 @@ several processes, each within every per-process limit, that together exceed the
 from __future__ import annotations
 
 import os
+import subprocess
+import time
 
 import pytest
 
@@ -93,6 +95,31 @@ def test_every_group_is_removed_with_its_kernel(course, groups):  # noqa: F811
     assert group.folders == [] and group.pids() == set()
     left = [*cgroup.ROOT.glob(f"*/{cgroup.PARENT}/{group.name}"), *cgroup.ROOT.glob(f"{cgroup.PARENT}/{group.name}")]
     assert left == [], "a group outlived its kernel"
+
+
+@needs_cgroup
+def test_the_groups_a_killed_grader_left_are_removed_once_empty_and_old():
+    # a grader killed with -9 (a Dask worker, in test_dask_cluster) never removes its sandboxes' groups
+    limits = {"memory_bytes": 64 * 1024**2, "max_processes": 16, "cpu_cores": 1.0}
+    left = cgroup.SandboxCgroup.create(f"lmpolicy-test-left-{os.getpid()}", **limits)
+    busy = cgroup.SandboxCgroup.create(f"lmpolicy-test-busy-{os.getpid()}", **limits)
+    sleeper = subprocess.Popen(busy.join_command() + ["sleep", "60"])
+    try:
+        deadline = time.monotonic() + 10
+        while not busy.pids() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert busy.pids() == {sleeper.pid}
+        assert cgroup.remove_abandoned(pattern="lmpolicy-test-*") == []   # both made just now
+        time.sleep(1.1)
+        assert cgroup.remove_abandoned(older_than=1.0, pattern="lmpolicy-test-*") == [f"lmpolicy-test-left-{os.getpid()}"]
+        assert not any(folder.exists() for folder in left.folders)
+        assert all(folder.exists() for folder in busy.folders)   # it still holds a process
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        busy.remove()
+        left.remove()
+    assert not any(folder.exists() for folder in busy.folders)
 
 
 def test_where_no_group_can_be_made_grading_warns_and_keeps_the_per_process_limits(course, monkeypatch, caplog):  # noqa: F811
