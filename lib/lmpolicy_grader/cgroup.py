@@ -51,7 +51,10 @@ def _settings(memory_bytes: int, max_processes: int, cpu_cores: float) -> dict[s
             "cpu": {"cpu.cfs_period_us": str(CPU_PERIOD_US), "cpu.cfs_quota_us": str(quota)}}
 
 
+@lru_cache(maxsize=None)
 def _parent(controller: str) -> Path:
+    """The folder every sandbox group of ``controller`` lives in, made (and on v2 given the controllers)
+    once per process."""
     parent = ROOT / controller / PARENT if controller else ROOT / PARENT
     parent.mkdir(exist_ok=True)
     if not controller:  # v2: the controllers must be handed down to the parent's children
@@ -140,7 +143,8 @@ def remove_abandoned(older_than: float = 600.0, pattern: str = "lmpolicy-sandbox
 
 @lru_cache(maxsize=1)
 def cgroup_problem() -> str | None:
-    """Why no control group can be made for a sandbox here (None: they can)."""
+    """Why no control group can be made for a sandbox here (None: they can). Asked once per process,
+    before its first sandbox; where groups can be made, it also removes those a killed grader left."""
     if not ROOT.is_dir():
         return f"{ROOT} is not mounted"
     if _is_v2():
