@@ -19,7 +19,8 @@ sandbox's private folder; ``sandbox = False`` turns it off.
 
 TrustedKernelManager starts the kernel that runs a notebook's test cells: a plain ipykernel of
 the grader's own Python, unsandboxed (it runs only the instructor's code), which reaches the
-submission only through the channel (``trusted_tests.py``).
+submission only through the channel (``trusted_tests.py``). It is forked from a process that has
+already imported torch (``forked_kernel.py``).
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, DottedObjectName, Float, Int
 
 from lmpolicy_grader.cgroup import cgroup_problem
+from lmpolicy_grader.forked_kernel import PRELOAD, PROVISIONER_NAME
 from lmpolicy_grader.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox,
                                      require_sandbox)
 
@@ -193,8 +195,8 @@ class GradingKernelManager(AsyncKernelManager):
 
 
 # Imported while the kernel starts, beside the grading kernel's own start-up, so that the first test
-# or set-up cell does not wait for them.
-TRUSTED_KERNEL_IMPORTS = ("import numpy", "import torch", "import lmpolicy.checks", "import lmpolicy_grader.trusted_tests")
+# or set-up cell does not wait for them (a forked kernel has them already).
+TRUSTED_KERNEL_IMPORTS = tuple(f"import {module}" for module in PRELOAD)
 
 
 class TrustedKernelManager(AsyncKernelManager):
@@ -215,7 +217,9 @@ class TrustedKernelManager(AsyncKernelManager):
                       sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
                       "--IPKernelApp.log_level=ERROR", "--HistoryManager.hist_file=:memory:",
                       *(f"--IPKernelApp.exec_lines={line}" for line in TRUSTED_KERNEL_IMPORTS)],
-                env=dict(ONE_THREAD, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde"))
+                env=dict(ONE_THREAD, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde"),
+                metadata={"kernel_provisioner": {"provisioner_name": PROVISIONER_NAME,
+                                                 "config": {"memory_bytes": DEFAULT_MEMORY_BYTES}}})
         return self._kernel_spec
 
     def recipe(self) -> tuple:

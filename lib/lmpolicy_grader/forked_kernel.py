@@ -1,0 +1,186 @@
+"""Trusted test kernels forked from a process that has already imported what they need.
+
+Every notebook gets a trusted test kernel of its own (``kernel.TrustedKernelManager``). Started from
+nothing, that kernel spends over a second importing torch before it can run a test: a CPU second per
+notebook, which on a 2-core machine grading a class is a third of the work. So it is forked instead,
+from a *zygote*: one Python process per grader process, started with the first trusted kernel, that
+imports ``PRELOAD`` and then forks a kernel for each request. A forked kernel is ready in about 0.4 s,
+and every one starts from the same untouched state: nothing of one notebook's tests (the random
+generators, a module's attributes) reaches the next, as it would in a kernel reused for notebook after
+notebook. (Python's ``multiprocessing`` forkserver does not fit: each child it forks re-runs the
+parent's ``__main__`` module, which is nbgrader's or Jupyter server's command.)
+
+``ForkedKernelProvisioner`` is the jupyter_client kernel provisioner that does it (entry point
+``lmpolicy-forked``, named in the trusted kernel's spec). It is jupyter_client's local provisioner but
+for the launch: the kernel's command line stays what it would run (``prlimit``, the grader's Python,
+``ipykernel_launcher`` and its arguments), and the forked child applies the same memory limit,
+environment and working folder itself. The child leads a process group of its own, so that an
+interrupt or a kill reaches the kernel and what it started, never the grader. The zygote ends when the
+grader's process does (its end of the socket closes), and each kernel ends when the zygote does
+(ipykernel's parent poller), as a kernel ends with its parent.
+
+The kernel is not the grader's child, so the provisioner follows it through a pidfd (Linux 5.3+);
+its exit status stays with the zygote, which reaps it: ``poll`` says only that it ended (``ENDED``).
+Where pidfds are missing, the kernel is started from its command line as before. Only the trusted
+kernel is forked: the submission's kernel starts from nothing in its sandbox.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import traceback
+from importlib import import_module
+from typing import Any
+
+from jupyter_client.connect import KernelConnectionInfo
+from jupyter_client.provisioning import LocalProvisioner
+from traitlets import Int
+
+PROVISIONER_NAME = "lmpolicy-forked"
+# What the zygote imports before it forks a kernel: what the trusted kernel runs at its start.
+PRELOAD = ["numpy", "torch", "ipykernel.kernelapp", "lmpolicy.checks", "lmpolicy_grader.trusted_tests"]
+LAUNCHER = "ipykernel_launcher"
+ENDED = -1  # what poll() says of a forked kernel that has ended (its status stays with the zygote)
+
+
+class ForkedKernelProvisioner(LocalProvisioner):
+    """Launches the kernel by forking it from this process's zygote (see the module's docstring)."""
+
+    memory_bytes = Int(0, help="address-space limit of the forked kernel (bytes; 0: none), as its command "
+                               "line's prlimit --as")
+
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        if not hasattr(os, "pidfd_open") or LAUNCHER not in cmd:
+            return await super().launch_kernel(cmd, **kwargs)
+        cwd = str(kwargs.get("cwd") or os.getcwd())
+        pid = ZYGOTE.fork({"arguments": cmd[cmd.index(LAUNCHER) + 1:], "env": dict(kwargs.get("env") or os.environ),
+                           "cwd": cwd, "memory_bytes": self.memory_bytes})
+        self.process = ForkedProcess(pid)
+        self.pid = self.pgid = pid  # the child makes its own group first thing (become_kernel)
+        self.cwd = cwd
+        return self.connection_info
+
+
+class ForkedProcess:
+    """What the local provisioner asks of its kernel's ``Popen``, for a kernel the zygote forked."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        try:
+            self._pidfd: int | None = os.pidfd_open(pid)
+        except ProcessLookupError:  # ended (and reaped) already
+            self._pidfd = None
+
+    def poll(self) -> int | None:
+        return self.wait(timeout=0)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if self._pidfd is not None and select.select([self._pidfd], [], [], timeout)[0]:
+            os.close(self._pidfd)
+            self._pidfd = None
+        return ENDED if self._pidfd is None else None
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:  # a pidfd reaches this kernel only, never a later process with its pid
+            signal.pidfd_send_signal(self._pidfd, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+class Zygote:
+    """This process's zygote: started on the first ``fork``, started again if it has ended."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen | None = None
+        self._socket: socket.socket | None = None
+        self._replies = None
+
+    def fork(self, request: dict) -> int:
+        """Have the zygote fork a kernel for ``request`` (``become_kernel``'s arguments); its pid."""
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._start(request["env"])
+            self._socket.sendall(json.dumps(request).encode() + b"\n")
+            reply = self._replies.readline()
+        if not reply:
+            raise RuntimeError(f"the zygote of the trusted test kernels ended (exit status {self._process.wait()}); "
+                               "its error is above")
+        return int(reply)
+
+    def _start(self, env: dict[str, str]) -> None:
+        ours, its = socket.socketpair()
+        # Started in / (no module there to shadow torch), in the first kernel's environment (its
+        # one-thread settings hold for what torch reads as it is imported).
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", f"from lmpolicy_grader.forked_kernel import serve; serve({its.fileno()})"],
+            pass_fds=[its.fileno()], stdin=subprocess.DEVNULL, cwd="/", env=env)
+        its.close()
+        self._socket, self._replies = ours, ours.makefile("r")
+
+
+ZYGOTE = Zygote()
+
+
+def serve(fd: int) -> None:
+    """The zygote: import PRELOAD, then fork a kernel for every request line on socket ``fd`` until it closes."""
+    for module in PRELOAD:
+        import_module(module)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernels are reaped as they end
+    requests = socket.socket(fileno=fd)
+    lines = requests.makefile("r")
+    for line in lines:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            lines.close()
+            requests.close()
+            _exit_as(become_kernel, **request)
+        requests.sendall(f"{pid}\n".encode())
+
+
+def _exit_as(run, **kwargs) -> None:
+    """Run ``run`` in a forked child and end the child with its exit status, never returning to the zygote's loop."""
+    status = 1
+    try:
+        run(**kwargs)
+        status = 0
+    except SystemExit as exit:
+        status = exit.code if isinstance(exit.code, int) else 0
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def become_kernel(arguments: list[str], env: dict[str, str], cwd: str, memory_bytes: int) -> None:
+    """In the forked child: be the kernel ``python -m ipykernel_launcher <arguments>`` would have been."""
+    os.setsid()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    if memory_bytes:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    import torch
+
+    torch.set_num_threads(int(env.get("OMP_NUM_THREADS", torch.get_num_threads())))
+    from ipykernel.kernelapp import IPKernelApp
+
+    # ipykernel read JPY_PARENT_PID when the zygote imported it: the parent is named on the command line
+    IPKernelApp.launch_instance(argv=[*arguments, f"--IPKernelApp.parent_handle={os.getppid()}"])

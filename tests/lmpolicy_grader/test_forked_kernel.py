@@ -1,0 +1,191 @@
+"""The trusted test kernel, forked from the zygote: the kernel it would have been, and nothing more.
+
+Each test starts real trusted kernels (``TrustedKernelManager``) and asks them about themselves over
+the kernel protocol, as GradingExecute's tests do.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from lmpolicy_grader import forked_kernel
+from lmpolicy_grader.kernel import DEFAULT_MEMORY_BYTES, TrustedKernelManager
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfds here: the kernel is not forked")
+
+
+def _run(coroutine):
+    """Run ``coroutine`` in a thread of its own (a browser test may leave an event loop in this one)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+async def _start(folder: Path):
+    km = TrustedKernelManager()
+    await km.start_kernel(cwd=str(folder))
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    return km, kc
+
+
+async def _value(kc, expression: str):
+    """``expression`` evaluated in the kernel (JSON-able), or the kernel's error name."""
+    printed = []
+    reply = await kc.execute_interactive(
+        f"import json as _json\nprint(_json.dumps({expression}))", timeout=60,
+        output_hook=lambda message: printed.append(message["content"].get("text", "")))
+    if reply["content"]["status"] != "ok":
+        return reply["content"]["ename"]
+    return json.loads("".join(printed))
+
+
+async def _stop(km, kc) -> None:
+    kc.stop_channels()
+    await km.shutdown_kernel(now=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+
+
+def _gone_within(pids, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while any(_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_a_forked_kernel_has_the_limit_environment_folder_and_threads_of_its_command_line(tmp_path):
+    async def scenario():
+        km, kc = await _start(tmp_path)
+        try:
+            return km.provisioner.pid, await _value(kc, (
+                "{'pid': __import__('os').getpid(), 'parent': __import__('os').getppid(), "
+                "'group': __import__('os').getpgrp(), 'session': __import__('os').getsid(0), "
+                "'as': __import__('resource').getrlimit(__import__('resource').RLIMIT_AS), "
+                "'threads': __import__('torch').get_num_threads(), 'cwd': __import__('os').getcwd(), "
+                "'execution': __import__('os').environ.get('NBGRADER_EXECUTION'), "
+                "'mpl': __import__('os').environ.get('MPLBACKEND'), 'omp': __import__('os').environ.get('OMP_NUM_THREADS')}"))
+        finally:
+            await _stop(km, kc)
+
+    pid, facts = _run(scenario())
+    assert facts["pid"] == pid
+    assert facts["parent"] == forked_kernel.ZYGOTE._process.pid != os.getpid()  # forked, not started
+    assert facts["group"] == facts["session"] == pid != os.getpgrp()  # a signal to its group misses the grader
+    assert facts["as"] == [DEFAULT_MEMORY_BYTES, DEFAULT_MEMORY_BYTES]
+    assert facts["threads"] == 1 and facts["omp"] == "1"
+    assert facts["cwd"] == str(tmp_path)
+    assert (facts["execution"], facts["mpl"]) == ("autograde", "Agg")
+
+
+def test_nothing_of_one_kernel_reaches_the_next(tmp_path):
+    """What a notebook's tests change (a module's attribute, torch's generator, a builtin) is gone in the next kernel."""
+    async def scenario():
+        km, kc = await _start(tmp_path)
+        first_draw = await _value(kc, "__import__('torch').rand(3).tolist()")
+        await kc.execute_interactive("import builtins, torch, lmpolicy.checks\nlmpolicy.checks.LEFT_BEHIND = 1\n"
+                                     "builtins.LEFT_BEHIND = 1\ntorch.manual_seed(5)\ntorch.rand(7)", timeout=60)
+        changed = await _value(kc, "hasattr(__import__('lmpolicy.checks').checks, 'LEFT_BEHIND')")
+        await _stop(km, kc)
+        km, kc = await _start(tmp_path)
+        try:
+            return first_draw, changed, await _value(kc, (
+                "[__import__('torch').rand(3).tolist(), hasattr(__import__('lmpolicy.checks').checks, 'LEFT_BEHIND'), "
+                "hasattr(__import__('builtins'), 'LEFT_BEHIND')]"))
+        finally:
+            await _stop(km, kc)
+
+    first_draw, changed, (next_draw, module_changed, builtin_changed) = _run(scenario())
+    assert changed is True
+    assert next_draw == first_draw
+    assert (module_changed, builtin_changed) == (False, False)
+
+
+def test_an_interrupt_reaches_the_kernel_and_a_kill_ends_it_with_what_it_started(tmp_path):
+    async def scenario():
+        km, kc = await _start(tmp_path)
+        child = await _value(kc, "__import__('subprocess').Popen(['sleep', '300']).pid")
+        started = time.monotonic()
+        msg_id = kc.execute("import time\ntime.sleep(60)")
+        await asyncio.sleep(0.5)
+        await km.interrupt_kernel()
+        reply = await kc.get_shell_msg(timeout=30)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = await kc.get_shell_msg(timeout=30)
+        interrupted_after = time.monotonic() - started
+        pid = km.provisioner.pid
+        still_answers = await _value(kc, "1 + 1")
+        await _stop(km, kc)
+        return reply["content"].get("ename"), interrupted_after, still_answers, pid, child
+
+    ename, seconds, still_answers, pid, child = _run(scenario())
+    assert ename == "KeyboardInterrupt" and seconds < 30
+    assert still_answers == 2
+    assert _gone_within([pid, child], 10), "the kernel or its child outlived the kill"
+
+
+def test_a_kernel_that_ends_on_its_own_is_seen_to_have_ended(tmp_path):
+    async def scenario():
+        km, kc = await _start(tmp_path)
+        kc.execute("import os\nos._exit(3)")
+        deadline = time.monotonic() + 10
+        while await km.is_alive() and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        alive = await km.is_alive()
+        await _stop(km, kc)
+        return alive
+
+    assert _run(scenario()) is False
+
+
+def test_a_zygote_that_ended_is_started_again(tmp_path):
+    async def one_kernel():
+        km, kc = await _start(tmp_path)
+        try:
+            return await _value(kc, "__import__('os').getppid()")
+        finally:
+            await _stop(km, kc)
+
+    first_zygote = _run(one_kernel())
+    os.kill(first_zygote, signal.SIGKILL)
+    assert _gone_within([first_zygote], 10)
+    second_zygote = _run(one_kernel())
+    assert second_zygote != first_zygote and second_zygote == forked_kernel.ZYGOTE._process.pid
+
+
+def test_the_zygote_and_its_kernels_end_with_the_grader_process(tmp_path):
+    """A grader killed without a word (a Dask worker killed with -9) leaves no trusted kernel behind."""
+    grader = textwrap.dedent(f"""
+        import asyncio, json, os
+        from lmpolicy_grader.kernel import TrustedKernelManager
+        from lmpolicy_grader import forked_kernel
+        async def main():
+            km = TrustedKernelManager()
+            await km.start_kernel(cwd={str(tmp_path)!r})
+            kc = km.client(); kc.start_channels(); await kc.wait_for_ready(timeout=60)
+            print(json.dumps([km.provisioner.pid, forked_kernel.ZYGOTE._process.pid]), flush=True)
+            os.kill(os.getpid(), 9)
+        asyncio.run(main())
+        """)
+    run = subprocess.run([sys.executable, "-c", grader], capture_output=True, text=True, timeout=120)
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    kernel, zygote = json.loads(run.stdout.strip().splitlines()[-1])
+    assert _gone_within([zygote, kernel], 15), "the zygote or its kernel outlived the grader"
