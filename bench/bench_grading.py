@@ -8,9 +8,12 @@
    (b) by `python -m lmpolicy_grader grade --workers W` (W worker processes, nbgrader started once each),
    both with the course's nbgrader_config.py (same preprocessors and limited kernel), feedback off;
    (a) twice: as nbgrader starts kernels (each notebook's when it comes: ``spare_kernels=False``), and
-   with the course's spare kernels, which that config also gives stock nbgrader.
+   with the course's spare kernels, which that config also gives stock nbgrader; (a) and (b) again with
+   the trusted test kernel started from its command line (``c.TrustedKernelManager.forked = False``);
+   and (c) by nbgrader as it ships (its own preprocessors, no sandbox, the tests in the python3 kernel).
    Goal: (a) / (b) >= 2.5 on 2 cores. Also the cores each run keeps busy (the machine's, from /proc/stat)
-   and the CPU seconds that makes, beside the most the goal allows on these cores.
+   and the CPU seconds that makes, beside the most the goal allows on these cores. ``--rounds``: all of
+   it again, every second round in the other order; medians, and the goal's ratio per round.
 2. One submission (the reference): the bare execution of its notebooks with nbclient, one after the
    other, in the stock python3 kernel, vs. grading it with the course command (worker start-up,
    sanitizing, guard, gradebook, feedback included), with 1 worker and with W workers.
@@ -40,6 +43,7 @@ import multiprocessing
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -146,8 +150,8 @@ class Settings:
     class_size: int = 40
     """notebooks graded by part 'engine'"""
     rounds: int = 1
-    """rounds of part 'engine', each grading with both; every second round runs them in the other order
-    (A B, B A, ...), so that a change of the machine's load weighs on both alike"""
+    """rounds of parts 'class' and 'engine', each grading every way; every second round runs them in the other
+    order (A B, B A, ...), so that a change of the machine's load weighs on all alike"""
 
 
 def main(s: Settings) -> None:
@@ -168,7 +172,7 @@ def main(s: Settings) -> None:
     if s.part != "class":
         one_submission(root, course, s.workers)
     if s.part != "one":
-        whole_class(root, course, [nbgrader, *stock_sandbox], s.students, s.workers)
+        whole_class(root, course, [nbgrader, *stock_sandbox], s.students, s.workers, s.rounds)
     print(f"\n{_load()}")
     shutil.rmtree(root)
 
@@ -188,30 +192,65 @@ def one_submission(root: Path, course: list[str], workers: int) -> None:
     print(f"  lmpolicy_grader grade, {workers} workers               {grade_one_w:7.1f} s   ratio {grade_one_w / bare:.2f}")
 
 
-def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, workers: int) -> None:
+def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, workers: int, rounds: int) -> None:
     students = make_class(root, size)
     # stock nbgrader reads the course config, so its Execute is the course's GradingExecute, spare kernels
     # included; nbgrader's own way, each notebook's kernels started when it comes, is spare_kernels=False
     autograde = [*nbgrader, "autograde", "ch11", "--force", "--log-level=ERROR"]
-    stock_own_way, own_way_cores = _run_with_cores(autograde + ["--GradingExecute.spare_kernels=False"], root)
-    stock, stock_cores = _run_with_cores(autograde, root)
-    parallel, parallel_cores = _run_with_cores(course + ["--workers", str(workers), "--no-feedback"], root)
-    print(f"\na class of {len(students)} (reference / mistakes / blank copies)")
-    print(f"  stock nbgrader autograde, one process, kernels started as each notebook comes   {stock_own_way:7.1f} s"
-          f"   {own_way_cores:.2f} cores busy")
-    print(f"  stock nbgrader autograde, one process, the course's spare kernels                {stock:7.1f} s"
-          f"   {stock_cores:.2f} cores busy")
-    print(f"  lmpolicy_grader grade, {workers} workers                                              {parallel:7.1f} s   "
-          f"{parallel_cores:.2f} cores busy; speed-up {stock_own_way / parallel:.2f}x and {stock / parallel:.2f}x "
-          "(goal >= 2.5x)")
+    grade = course + ["--workers", str(workers), "--no-feedback"]
+    course_config = (root / "nbgrader_config.py").read_text()
+    unforked = course_config + "\nc.TrustedKernelManager.forked = False\n"
+    own_way = course_config + "\nc.GradingExecute.spare_kernels = False\n"
+    runs = {  # name: (command, the course's nbgrader_config.py for it)
+        "stock": (autograde, own_way),
+        "stock, trusted kernel not forked": (autograde, own_way + "c.TrustedKernelManager.forked = False\n"),
+        "stock with spares": (autograde, course_config),
+        "grader": (grade, course_config),
+        "grader, trusted kernel not forked": (grade, unforked),
+        "nbgrader as shipped": (autograde, _shipped_config(root)),
+    }
+    measured: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
+    for round_ in range(rounds):  # every second round in the other order, so that a change of load weighs on all
+        for name in (list(runs) if round_ % 2 == 0 else list(reversed(runs))):
+            command, config = runs[name]
+            (root / "nbgrader_config.py").write_text(config)
+            measured[name].append(_run_with_cores(command, root))
+    (root / "nbgrader_config.py").write_text(course_config)
+    print(f"\na class of {len(students)} (reference / mistakes / blank copies), {rounds} round(s), median")
+    labels = {
+        "stock": "stock nbgrader autograde, one process, kernels started as each notebook comes",
+        "stock, trusted kernel not forked": "  the same, the trusted test kernel started from its command line",
+        "stock with spares": "stock nbgrader autograde, one process, the course's spare kernels",
+        "grader": f"lmpolicy_grader grade, {workers} workers",
+        "grader, trusted kernel not forked": "  the same, the trusted test kernel started from its command line",
+        "nbgrader as shipped": "nbgrader as shipped: its own preprocessors, no sandbox, tests in the python3 kernel",
+    }
+    seconds = {name: statistics.median(s for s, _ in values) for name, values in measured.items()}
+    cores_busy = {name: statistics.median(c for _, c in values) for name, values in measured.items()}
+    for name, label in labels.items():
+        print(f"  {label:84} {seconds[name]:7.1f} s   {cores_busy[name]:.2f} cores busy")
+    for baseline in ("stock", "stock with spares", "nbgrader as shipped"):
+        per_round = ", ".join(f"{b[0] / g[0]:.2f}x" for b, g in zip(measured[baseline], measured["grader"]))
+        print(f"  lmpolicy_grader over {baseline}: {per_round}" + ("   (goal >= 2.5x)" if baseline == "stock" else ""))
+    print(f"  forking the trusted kernel: stock {seconds['stock'] / seconds['stock, trusted kernel not forked']:.2f}, "
+          f"lmpolicy_grader {seconds['grader'] / seconds['grader, trusted kernel not forked']:.2f} of the time unforked")
     # on a machine this small, a grader can only be faster than stock by the cores stock leaves idle and by
     # doing less work per notebook; the goal's share of stock's CPU seconds says how much less it would take
     cores, goal = os.cpu_count() or 1, 2.5
-    own_way_cpu, stock_cpu, parallel_cpu = stock_own_way * own_way_cores, stock * stock_cores, parallel * parallel_cores
-    most = stock_own_way / goal * cores
-    print(f"  CPU seconds: stock {own_way_cpu:.0f} (with spares {stock_cpu:.0f}), lmpolicy_grader {parallel_cpu:.0f} "
-          f"({parallel_cpu / own_way_cpu:.2f} of stock's); {goal}x faster than stock on {cores} cores, every core "
-          f"busy, leaves at most {most:.0f} ({most / own_way_cpu:.2f} of stock's)")
+    cpu = {name: seconds[name] * cores_busy[name] for name in runs}
+    most = seconds["stock"] / goal * cores
+    print(f"  CPU seconds: stock {cpu['stock']:.0f} (with spares {cpu['stock with spares']:.0f}), lmpolicy_grader "
+          f"{cpu['grader']:.0f} ({cpu['grader'] / cpu['stock']:.2f} of stock's); {goal}x faster than stock on {cores} "
+          f"cores, every core busy, leaves at most {most:.0f} ({most / cpu['stock']:.2f} of stock's)")
+
+
+def _shipped_config(root: Path) -> str:
+    """An nbgrader_config.py for the course at ``root`` as nbgrader ships: its own preprocessors and kernel,
+    only the course's name, folder and gradebook set (and nbgrader's ``alembic`` on PATH)."""
+    gradebook = f"sqlite:///{root / 'gradebook.db'}"
+    return ("import os, sys\nos.environ['PATH'] = os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH']\n"
+            f"c = get_config()\nc.CourseDirectory.course_id = 'lm-policy'\nc.CourseDirectory.root = {str(root)!r}\n"
+            f"c.CourseDirectory.db_url = {gradebook!r}\n")
 
 
 # --- the gradebook under concurrent writers ------------------------------------------------------

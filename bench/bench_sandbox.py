@@ -14,15 +14,18 @@ the other and in this order:
 4. the same without spare kernels (``c.GradingExecute.spare_kernels = False``: each notebook starts its
    two kernels when it comes, as the grader did before ``kernel_pool``);
 5. the same with spares but without the sandbox's control group (``c.GradingKernelManager.cgroup = False``;
-   only where control groups can be made, i.e. as root).
+   only where control groups can be made, i.e. as root);
+6. the same with the trusted test kernel started from its command line instead of forked from the
+   zygote (``c.TrustedKernelManager.forked = False``, as before ``forked_kernel``).
 
-Rounds interleave the five, so a change of machine load hits all of them alike; the table gives every
-round and the median, with the ratios grader/bare (goal <= 1.3), sandbox on/off, spares on/off and
-control group on/off.
+Rounds interleave the six, so a change of machine load hits all of them alike; the table gives every
+round and the median, with the ratios grader/bare (goal <= 1.3), sandbox on/off, spares on/off,
+control group on/off and forked/not forked.
 
 Then where the time goes, each part measured the same number of times (median):
 - a stock kernel: start to ready, and ``import torch`` in it;
-- the trusted test kernel (unsandboxed): start to ready, and importing the trusted side (torch) in it;
+- the trusted test kernel (unsandboxed), forked and not: start to ready, and importing the trusted side
+  (torch) in the forked one;
 - the grading kernel, start to ready (it loads the channel server; with the tamper guard, which
   notebooks whose tests still run in it load, it also imports lmpolicy), unsandboxed and sandboxed;
   bubblewrap alone (``/bin/true`` in the sandbox);
@@ -131,12 +134,14 @@ def kernel_parts(cwd: Path) -> dict[str, float]:
 
     stock_ready, torch_import = timed(AsyncKernelManager(kernel_name="python3"), "import torch")
     trusted_ready, trusted_import = timed(TrustedKernelManager(), "import lmpolicy_grader.trusted_tests")
+    unforked_ready, _ = timed(TrustedKernelManager(forked=False), "import lmpolicy_grader.trusted_tests")
     # as notebooks 01, 03 and 06 are graded: tests in the trusted kernel, so no tamper guard in this one
     grading_off, _ = timed(GradingKernelManager(sandbox=False, tamper_guard=False))
     grading_on, _ = timed(GradingKernelManager(sandbox=True, tamper_guard=False))
     guarded_on, _ = timed(GradingKernelManager(sandbox=True, tamper_guard=True))
     return {"stock kernel: start to ready": stock_ready, "stock kernel: import torch": torch_import,
-            "trusted test kernel: start to ready": trusted_ready,
+            "trusted test kernel, forked: start to ready": trusted_ready,
+            "trusted test kernel, not forked: start to ready (then its imports)": unforked_ready,
             "trusted test kernel: import trusted_tests (numpy, torch, lmpolicy)": trusted_import,
             "grading kernel, sandbox off: start to ready (call server imports torch)": grading_off,
             "grading kernel, sandbox on: start to ready": grading_on,
@@ -170,7 +175,8 @@ def main(s: Settings) -> None:
           f"{s.rounds} rounds; load average {_load()}")
     from lmpolicy_grader.cgroup import cgroup_problem
     root = make_course(notebooks)
-    variants = {"no spares": configured(root, "c.GradingExecute.spare_kernels = False")}
+    variants = {"no spares": configured(root, "c.GradingExecute.spare_kernels = False"),
+                "not forked": configured(root, "c.TrustedKernelManager.forked = False")}
     if cgroup_problem() is None:
         variants["no cgroup"] = configured(root, "c.GradingKernelManager.cgroup = False")
     else:
@@ -195,6 +201,9 @@ def main(s: Settings) -> None:
     print(f"  sandbox on / off                               {on / off:7.2f}")
     print(f"  sandbox on, without spare kernels              {cold:7.1f} s   grader/bare {cold / bare:.2f}; "
           f"with spares / without {on / cold:.2f}")
+    unforked = statistics.median(times["not forked"])
+    print(f"  sandbox on, trusted kernel not forked          {unforked:7.1f} s   grader/bare {unforked / bare:.2f}; "
+          f"forked / not forked {on / unforked:.2f}")
     if "no cgroup" in times:
         ungrouped = statistics.median(times["no cgroup"])
         print(f"  sandbox on, without its control group          {ungrouped:7.1f} s   "

@@ -38,7 +38,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, DottedObjectName, Float, Int
 
 from lmpolicy_grader.cgroup import cgroup_problem
-from lmpolicy_grader.forked_kernel import PRELOAD, PROVISIONER_NAME
+from lmpolicy_grader.forked_kernel import PRELOAD, PROVISIONER_NAME, ZYGOTE
 from lmpolicy_grader.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox,
                                      require_sandbox)
 
@@ -205,9 +205,13 @@ class TrustedKernelManager(AsyncKernelManager):
 
     client_class = DottedObjectName("lmpolicy_grader.kernel.ReadyKernelClient")
 
+    forked = Bool(True, help="fork the kernel from a zygote that has imported torch (forked_kernel.py) instead "
+                             "of starting it from its command line").tag(config=True)
+
     @property
     def kernel_spec(self):
         if self._kernel_spec is None:
+            provisioner = {"provisioner_name": PROVISIONER_NAME, "config": {"memory_bytes": DEFAULT_MEMORY_BYTES}}
             prlimit = shutil.which("prlimit")
             if prlimit is None:
                 raise RuntimeError("the trusted test kernel needs `prlimit` (Debian/Ubuntu package util-linux) on PATH")
@@ -218,9 +222,14 @@ class TrustedKernelManager(AsyncKernelManager):
                       "--IPKernelApp.log_level=ERROR", "--HistoryManager.hist_file=:memory:",
                       *(f"--IPKernelApp.exec_lines={line}" for line in TRUSTED_KERNEL_IMPORTS)],
                 env=dict(ONE_THREAD, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde"),
-                metadata={"kernel_provisioner": {"provisioner_name": PROVISIONER_NAME,
-                                                 "config": {"memory_bytes": DEFAULT_MEMORY_BYTES}}})
+                metadata={"kernel_provisioner": provisioner} if self.forked else {})
         return self._kernel_spec
+
+    def start_zygote(self) -> None:
+        """Start the zygote the kernels of this manager are forked from (if they are), so that its imports
+        run beside what the grader does before its first trusted kernel."""
+        if self.forked:
+            ZYGOTE.start_soon({**os.environ, **self.kernel_spec.env})
 
     def recipe(self) -> tuple:
         """What a kernel of this manager is started from (see GradingKernelManager.recipe)."""

@@ -30,8 +30,8 @@ def _run(coroutine):
         return pool.submit(asyncio.run, coroutine).result()
 
 
-async def _start(folder: Path):
-    km = TrustedKernelManager()
+async def _start(folder: Path, forked: bool = True):
+    km = TrustedKernelManager(forked=forked)
     await km.start_kernel(cwd=str(folder))
     kc = km.client()
     kc.start_channels()
@@ -94,6 +94,19 @@ def test_a_forked_kernel_has_the_limit_environment_folder_and_threads_of_its_com
     assert facts["threads"] == 1 and facts["omp"] == "1"
     assert facts["cwd"] == str(tmp_path)
     assert (facts["execution"], facts["mpl"]) == ("autograde", "Agg")
+
+
+def test_a_kernel_not_forked_is_started_from_its_command_line(tmp_path):
+    """``c.TrustedKernelManager.forked = False``: the kernel is this process's child, as before the zygote."""
+    async def scenario():
+        km, kc = await _start(tmp_path, forked=False)
+        try:
+            return type(km.provisioner.process).__name__, await _value(kc, "__import__('os').getppid()")
+        finally:
+            await _stop(km, kc)
+
+    process, parent = _run(scenario())
+    assert (process, parent) == ("Popen", os.getpid())
 
 
 def test_nothing_of_one_kernel_reaches_the_next(tmp_path):
@@ -189,3 +202,28 @@ def test_the_zygote_and_its_kernels_end_with_the_grader_process(tmp_path):
     assert run.returncode == -signal.SIGKILL, run.stderr
     kernel, zygote = json.loads(run.stdout.strip().splitlines()[-1])
     assert _gone_within([zygote, kernel], 15), "the zygote or its kernel outlived the grader"
+
+
+def test_grading_starts_the_zygote_before_its_first_trusted_kernel(tmp_path):
+    """GradingExecute (and a grading worker as it joins) start the zygote, so that its imports run beside
+    the first notebook's sanitizing and grading kernel; the first trusted kernel is forked from that one."""
+    from lmpolicy_grader.preprocessors import GradingExecute
+
+    zygote = forked_kernel.ZYGOTE._process
+    if zygote is not None:
+        zygote.kill()
+        zygote.wait()
+    GradingExecute()
+    started = forked_kernel.ZYGOTE._process
+    assert started is not zygote and started.poll() is None
+    # in the kernels' environment, whose one-thread settings hold for what torch reads as the zygote imports it
+    assert b"OMP_NUM_THREADS=1" in Path(f"/proc/{started.pid}/environ").read_bytes().split(b"\0")
+
+    async def one_kernel():
+        km, kc = await _start(tmp_path)
+        try:
+            return await _value(kc, "__import__('os').getppid()")
+        finally:
+            await _stop(km, kc)
+
+    assert _run(one_kernel()) == started.pid

@@ -1,9 +1,9 @@
 """The grader's parts that need no kernel: the kernel spec, the gradebook lock, the mistake rounds."""
 from __future__ import annotations
 
-import fcntl
 import json
-import multiprocessing
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import nbformat
@@ -26,23 +26,22 @@ def test_grading_kernel_runs_under_prlimit_with_one_thread(tmp_path):
     assert "--cpu=5" in written["argv"] and "{connection_file}" in written["argv"]
 
 
-def _try_lock(path, answer):
-    with open(path, "a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            answer.put("blocked")
-        else:
-            answer.put("free")
+TRY_LOCK = """import fcntl, sys
+with open(sys.argv[1], "a") as handle:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print("blocked")
+    else:
+        print("free")
+"""
 
 
 def _other_process_can_lock(path) -> bool:
-    context = multiprocessing.get_context("fork")
-    answer = context.Queue()
-    process = context.Process(target=_try_lock, args=(str(path), answer))
-    process.start()
-    process.join(60)
-    return answer.get(timeout=5) == "free"
+    # a fresh process, not a fork of this one: a forked child shares this process's open lock (the very
+    # lock under test) for as long as it lives, and a fork of a process with threads may hang before it exits
+    answer = subprocess.run([sys.executable, "-c", TRY_LOCK, str(path)], capture_output=True, text=True, timeout=60)
+    return answer.stdout.strip() == "free"
 
 
 @pytest.mark.slow

@@ -55,10 +55,10 @@ TRUSTED_NOTEBOOKS = ["01_policy_softmax", "02_temperature", "03_three_stages", "
 TRUSTED_CELL_SLACK = 30
 
 
-def _start_trusted_kernel() -> kernel_pool.Kernel:
+def _start_trusted_kernel(config) -> kernel_pool.Kernel:
     """A trusted kernel, starting, in an empty folder of its own (the notebook's folder holds the
     submission's files, and a torch.py there would be imported by `import torch`)."""
-    km, folder = TrustedKernelManager(), tempfile.TemporaryDirectory(prefix="lmpolicy-trusted-tests-")
+    km, folder = TrustedKernelManager(config=config), tempfile.TemporaryDirectory(prefix="lmpolicy-trusted-tests-")
     run_sync(km.start_kernel)(cwd=folder.name)
     return kernel_pool.Kernel(km, km.recipe(), folder)
 
@@ -114,6 +114,8 @@ class GradingExecute(Execute):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", GradingKernelManager)
         super().__init__(*args, **kwargs)
+        if self.tests_in_trusted_process:
+            TrustedKernelManager(config=self.config).start_zygote()
 
     def preprocess(self, nb, resources=None, km=None):
         self._notebook = resources["nbgrader"]["notebook"]
@@ -130,8 +132,9 @@ class GradingExecute(Execute):
         self._spare = self._moving_in = self._grading_recipe = None
         try:
             if self._trusted:
-                trusted = kernel_pool.take("trusted", TrustedKernelManager().recipe()) if self.spare_kernels else None
-                self._trusted_kernel = trusted or _start_trusted_kernel()
+                recipe = TrustedKernelManager(config=self.config).recipe()
+                trusted = kernel_pool.take("trusted", recipe) if self.spare_kernels else None
+                self._trusted_kernel = trusted or _start_trusted_kernel(self.config)
             self._grading_recipe = self._recipe(self._new_grading_kernel_manager())
             if self._grading_recipe is not None:
                 self._spare = kernel_pool.take("grading", self._grading_recipe)
@@ -174,7 +177,7 @@ class GradingExecute(Execute):
         if self._grading_recipe is None:
             return
         if self._trusted:
-            kernel_pool.start_spare("trusted", _start_trusted_kernel)
+            kernel_pool.start_spare("trusted", lambda: _start_trusted_kernel(self.config))
 
         def start_grading_kernel() -> kernel_pool.Kernel:
             km = self._new_grading_kernel_manager()
