@@ -227,3 +227,37 @@ def test_grading_starts_the_zygote_before_its_first_trusted_kernel(tmp_path):
             await _stop(km, kc)
 
     assert _run(one_kernel()) == started.pid
+
+
+def test_a_fork_of_the_grader_forks_its_kernels_from_a_zygote_of_its_own(tmp_path):
+    """A process forked from a grader that has a zygote (a pool's worker) does not share the zygote's socket
+    with its parent, where their requests and replies would cross: it starts its own (the parent's zygote
+    is not its child, so to it that zygote has ended)."""
+    grader = textwrap.dedent(f"""
+        import asyncio, json, os
+        from lmpolicy_grader.kernel import TrustedKernelManager
+        async def kernels_parent():
+            km = TrustedKernelManager()
+            await km.start_kernel(cwd={str(tmp_path)!r})
+            kc = km.client(); kc.start_channels(); await kc.wait_for_ready(timeout=60)
+            reply = await kc.execute_interactive("import os; print(os.getppid())", timeout=60,
+                                                 output_hook=lambda m: printed.append(m["content"].get("text", "")))
+            kc.stop_channels(); await km.shutdown_kernel(now=True)
+            return int("".join(printed))
+        printed = []
+        before = asyncio.run(kernels_parent())
+        child = os.fork()
+        printed = []
+        ours = asyncio.run(kernels_parent())
+        print(json.dumps({{"who": "child" if child == 0 else "parent", "before": before, "now": ours}}), flush=True)
+        if child:
+            os.waitpid(child, 0)
+        else:
+            os._exit(0)
+        """)
+    run = subprocess.run([sys.executable, "-c", grader], capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr
+    lines = {line["who"]: line for line in map(json.loads, (line for line in run.stdout.splitlines()
+                                                                if line.startswith('{"who"')))}
+    assert lines["parent"]["now"] == lines["parent"]["before"] == lines["child"]["before"]
+    assert lines["child"]["now"] != lines["parent"]["now"]
