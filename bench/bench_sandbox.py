@@ -133,6 +133,7 @@ def kernel_parts(cwd: Path) -> dict[str, float]:
         return asyncio.run(_kernel_ready(manager, cwd, code))
 
     stock_ready, torch_import = timed(AsyncKernelManager(kernel_name="python3"), "import torch")
+    timed(TrustedKernelManager())  # the zygote started (once per grader process), so what follows is the fork
     trusted_ready, trusted_import = timed(TrustedKernelManager(), "import lmpolicy_grader.trusted_tests")
     unforked_ready, _ = timed(TrustedKernelManager(forked=False), "import lmpolicy_grader.trusted_tests")
     # as notebooks 01, 03 and 06 are graded: tests in the trusted kernel, so no tamper guard in this one
@@ -140,7 +141,7 @@ def kernel_parts(cwd: Path) -> dict[str, float]:
     grading_on, _ = timed(GradingKernelManager(sandbox=True, tamper_guard=False))
     guarded_on, _ = timed(GradingKernelManager(sandbox=True, tamper_guard=True))
     return {"stock kernel: start to ready": stock_ready, "stock kernel: import torch": torch_import,
-            "trusted test kernel, forked: start to ready": trusted_ready,
+            "trusted test kernel, forked from the running zygote: start to ready": trusted_ready,
             "trusted test kernel, not forked: start to ready (then its imports)": unforked_ready,
             "trusted test kernel: import trusted_tests (numpy, torch, lmpolicy)": trusted_import,
             "grading kernel, sandbox off: start to ready (call server imports torch)": grading_off,
