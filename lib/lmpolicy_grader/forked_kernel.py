@@ -21,7 +21,8 @@ grader's process does (its end of the socket closes), and each kernel ends when 
 
 The kernel is not the grader's child, so the provisioner follows it through a pidfd (Linux 5.3+);
 its exit status stays with the zygote, which reaps it: ``poll`` says only that it ended (``ENDED``).
-Where pidfds are missing, the kernel is started from its command line as before. Only the trusted
+Where pidfds are missing, or the zygote fails to fork (it cannot start, it ended mid-request), the
+kernel is started from its command line as before, with a warning. Only the trusted
 kernel is forked: the submission's kernel starts from nothing in its sandbox.
 """
 from __future__ import annotations
@@ -60,8 +61,12 @@ class ForkedKernelProvisioner(LocalProvisioner):
         if not hasattr(os, "pidfd_open") or LAUNCHER not in cmd:
             return await super().launch_kernel(cmd, **kwargs)
         cwd = str(kwargs.get("cwd") or os.getcwd())
-        pid = ZYGOTE.fork({"arguments": cmd[cmd.index(LAUNCHER) + 1:], "env": dict(kwargs.get("env") or os.environ),
-                           "cwd": cwd, "memory_bytes": self.memory_bytes})
+        try:
+            pid = ZYGOTE.fork({"arguments": cmd[cmd.index(LAUNCHER) + 1:], "env": dict(kwargs.get("env") or os.environ),
+                               "cwd": cwd, "memory_bytes": self.memory_bytes})
+        except ZygoteUnavailable as problem:  # slower, but the notebook is graded all the same
+            self.log.warning(f"{problem}; this trusted test kernel starts from its command line instead")
+            return await super().launch_kernel(cmd, **kwargs)
         self.process = ForkedProcess(pid)
         self.pid = self.pgid = pid  # the child makes its own group first thing (become_kernel)
         self.cwd = cwd
@@ -100,6 +105,10 @@ class ForkedProcess:
         self.send_signal(signal.SIGTERM)
 
 
+class ZygoteUnavailable(RuntimeError):
+    """The zygote did not fork the kernel (it could not start, or it ended); the message says which."""
+
+
 class Zygote:
     """This process's zygote: started on the first ``fork``, started again if it has ended."""
 
@@ -120,14 +129,20 @@ class Zygote:
         """Have the zygote fork a kernel for ``request`` (``become_kernel``'s arguments); its pid."""
         self.start_soon(request["env"])
         with self._lock:
-            self._socket.sendall(json.dumps(request).encode() + b"\n")
-            reply = self._replies.readline()
+            try:
+                self._socket.sendall(json.dumps(request).encode() + b"\n")
+                reply = self._replies.readline()
+            except OSError:
+                reply = ""
         if not reply:
-            raise RuntimeError(f"the zygote of the trusted test kernels ended (exit status {self._process.wait()}); "
-                               "its error is above")
+            raise ZygoteUnavailable(f"the zygote of the trusted test kernels ended (exit status "
+                                    f"{self._process.wait()}; its error, if any, is above)")
         return int(reply)
 
     def _start(self, env: dict[str, str]) -> None:
+        if self._socket is not None:  # the socket of a zygote that ended
+            self._replies.close()
+            self._socket.close()
         ours, its = socket.socketpair()
         # Started in / (no module there to shadow torch), in the first kernel's environment (its
         # one-thread settings hold for what torch reads as it is imported).

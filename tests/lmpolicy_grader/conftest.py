@@ -1,4 +1,5 @@
-"""Grade the tiny course's hostile class once per session, with the parallel grader."""
+"""The tiny course's hostile class, graded once per session with the parallel grader; a course mid-grading
+for the tests that drive the grading kernel itself."""
 from __future__ import annotations
 
 import nbformat
@@ -8,6 +9,13 @@ from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.grading import grade_class
 
 from . import tiny_course
+from .grading_kernel import course_mid_grading
+
+
+@pytest.fixture
+def sandbox_course(tmp_path):
+    """(course root, the grading kernel's folder) of a course laid out as nbgrader leaves it mid-grading."""
+    return course_mid_grading(tmp_path)
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """A sandbox's processes share one control group: its memory, CPU and processes are capped together.
 
-Driven through the real grading kernel (test_sandbox's ``run_in_kernel``): the submission's code starts
+Driven through the real grading kernel (``grading_kernel.run_in_kernel``): the submission's code starts
 several processes, each within every per-process limit, that together exceed the sandbox's share."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from lmpolicy_grader import cgroup, kernel, sandbox
 
-from .test_sandbox import course, run_in_kernel  # noqa: F401  (course is a fixture)
+from .grading_kernel import run_in_kernel
 
 # Skipped where no control group can be made (not root, read-only cgroups: grading then warns and keeps the
 # per-process limits, see the last test), and where no sandbox can be made outside CI.
@@ -56,8 +56,8 @@ def groups(monkeypatch):
 
 
 @needs_cgroup
-def test_spinning_processes_get_the_sandboxs_cpu_share_together(course, groups):  # noqa: F811
-    _, folder = course
+def test_spinning_processes_get_the_sandboxs_cpu_share_together(sandbox_course, groups):
+    _, folder = sandbox_course
     # a quarter of a core for the whole sandbox: 3 spinners x 2 s of wall clock get about 0.5 CPU-s together
     ended = run_in_kernel(folder, children(SPINNER), cpu_cores=0.25)
     assert [code for _, code in ended] == [0, 0, 0], ended
@@ -74,22 +74,22 @@ def hold(folder, **traits) -> list:
 
 
 @needs_cgroup
-def test_processes_that_hold_more_than_the_sandboxs_memory_together_are_stopped(course):  # noqa: F811
-    _, folder = course
+def test_processes_that_hold_more_than_the_sandboxs_memory_together_are_stopped(sandbox_course):
+    _, folder = sandbox_course
     ended = hold(folder)
     # each is within its own 1 GiB address space, together they are past the sandbox's 1 GiB: one is killed
     assert ["", -9] in ended, ended
     assert sum(code == 0 for _, code in ended) < 3, ended
 
 
-def test_without_the_group_each_holds_its_share(course):  # noqa: F811
-    _, folder = course
+def test_without_the_group_each_holds_its_share(sandbox_course):
+    _, folder = sandbox_course
     assert hold(folder, cgroup=False) == [["held", 0]] * 3
 
 
 @needs_cgroup
-def test_every_group_is_removed_with_its_kernel(course, groups):  # noqa: F811
-    _, folder = course
+def test_every_group_is_removed_with_its_kernel(sandbox_course, groups):
+    _, folder = sandbox_course
     assert run_in_kernel(folder, "import json; print(json.dumps('ok'))") == "ok"
     (group,) = groups
     assert group.folders == [] and group.pids() == set()
@@ -122,8 +122,8 @@ def test_the_groups_a_killed_grader_left_are_removed_once_empty_and_old():
     assert not any(folder.exists() for folder in busy.folders)
 
 
-def test_where_no_group_can_be_made_grading_warns_and_keeps_the_per_process_limits(course, monkeypatch, caplog):  # noqa: F811
-    _, folder = course
+def test_where_no_group_can_be_made_grading_warns_and_keeps_the_per_process_limits(sandbox_course, monkeypatch, caplog):
+    _, folder = sandbox_course
     monkeypatch.setattr(kernel, "cgroup_problem", lambda: "a test says so")
     monkeypatch.setattr(kernel, "_warned", set())
     made = []

@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -17,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from traitlets.log import get_logger
 
 from lmpolicy_grader import forked_kernel
 from lmpolicy_grader.kernel import DEFAULT_MEMORY_BYTES, TrustedKernelManager
@@ -261,3 +264,37 @@ def test_a_fork_of_the_grader_forks_its_kernels_from_a_zygote_of_its_own(tmp_pat
                                                                 if line.startswith('{"who"')))}
     assert lines["parent"]["now"] == lines["parent"]["before"] == lines["child"]["before"]
     assert lines["child"]["now"] != lines["parent"]["now"]
+
+
+def test_a_zygote_that_cannot_fork_costs_speed_not_the_notebook(tmp_path, monkeypatch):
+    """A zygote that ends before it answers leaves the kernel to start from its command line, with a
+    warning that says so."""
+    broken = forked_kernel.Zygote()
+    monkeypatch.setattr(broken, "_start", lambda env: _start_a_zygote_that_ends(broken))
+    monkeypatch.setattr(forked_kernel, "ZYGOTE", broken)
+    warnings = []
+    handler = logging.Handler()
+    handler.emit = lambda record: warnings.append(record.getMessage())
+    traitlets_log = get_logger()  # the kernel manager's and its provisioner's log
+    traitlets_log.addHandler(handler)
+
+    async def scenario():
+        km, kc = await _start(tmp_path)
+        try:
+            return type(km.provisioner.process).__name__, await _value(kc, "__import__('os').getppid()")
+        finally:
+            await _stop(km, kc)
+
+    try:
+        assert _run(scenario()) == ("Popen", os.getpid())
+    finally:
+        traitlets_log.removeHandler(handler)
+    assert any("zygote of the trusted test kernels ended (exit status 3" in warning
+               and "starts from its command line instead" in warning for warning in warnings), warnings
+
+
+def _start_a_zygote_that_ends(zygote) -> None:
+    ours, its = socket.socketpair()
+    zygote._process = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    its.close()
+    zygote._socket, zygote._replies = ours, ours.makefile("r")

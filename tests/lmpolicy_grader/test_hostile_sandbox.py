@@ -32,7 +32,7 @@ from lmpolicy_grader.preprocessors.incidents import Incident
 from lmpolicy_grader.status import Status
 
 from .test_ch11_corpus import _autograded
-from .test_sandbox import _uid, uid_pool
+from .grading_kernel import process_uid, uid_pool
 from .tiny_course import replace_answer
 
 pytestmark = [
@@ -489,7 +489,7 @@ def test_no_process_of_a_hostile_kernel_outlives_it(hostile_class):
     # a grading process gives its kernels uids from a pool of 64 of its own: the pools of the reporting
     # kernels also hold the silent ones' (the stubborn loop), and their workers are gone
     pools = {uid_pool(uid) for uid in uids}
-    leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and any(_uid(pid) in pool for pool in pools)]
+    leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and any(process_uid(pid) in pool for pool in pools)]
     assert leftovers == [], "sandboxed processes outlived their notebook (the fork bomb's, the daemon, the loop)"
 
 

@@ -8,15 +8,11 @@ end to end.
 """
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import nbformat
@@ -25,79 +21,21 @@ import pytest
 from lmpolicy_grader import sandbox
 from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.grading import grade_class
-from lmpolicy_grader.kernel import GradingKernelManager
 from lmpolicy_grader.report import exercise_rows
 from lmpolicy_grader.status import Status
 
 from . import tiny_course
+from .grading_kernel import COURSE_SECRETS, process_uid, run_in_kernel, started, uid_pool
 
 # Skipped where no sandbox can be made (macOS, a container without namespaces), except in CI, which
 # installs bubblewrap and sets LMPOLICY_REQUIRE_SANDBOX=1: there a missing sandbox fails every test.
 pytestmark = pytest.mark.skipif(sandbox.sandbox_problem() is not None and not os.environ.get("LMPOLICY_REQUIRE_SANDBOX"),
                                 reason=f"no sandbox here: {sandbox.sandbox_problem()}")
 
-# What a hostile submission goes looking for, relative to the course root.
-COURSE_SECRETS = ["source/ch11/01_tiny.ipynb", "gradebook.db", "submitted/other/ch11/01_tiny.ipynb",
-                  "autograded/other/ch11/01_tiny.ipynb", "feedback/other/ch11/01_tiny.html", "nbgrader_config.py"]
-
-
-@pytest.fixture
-def course(tmp_path):
-    """A course folder as nbgrader leaves it mid-grading; returns (root, the kernel's folder)."""
-    root = tmp_path / "course"
-    for name in COURSE_SECRETS:
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text("the answers")
-    folder = root / "autograded" / "me" / "ch11"
-    folder.mkdir(parents=True)
-    (folder / "01_tiny.ipynb").write_text("a sanitized notebook holds hidden tests")
-    (folder / "data.txt").write_text("the student's own file")
-    return root, folder
-
-
-# The two ways a grading kernel starts: for its notebook, or as a spare that is given its notebook later.
-started = pytest.mark.parametrize("spare", [False, True], ids=["for-its-notebook", "as-a-spare"])
-
-
-def run_in_kernel(folder: Path, code: str, sandbox: bool = True, spare: bool = False, **traits) -> dict:
-    """Run ``code`` in a grading kernel started in ``folder`` (or, ``spare``, started before it was
-    known and moved in as GradingExecute does); returns the JSON it prints last."""
-    async def run():
-        manager = GradingKernelManager(sandbox=sandbox, **traits)
-        if spare:
-            await manager.start_for_a_later_notebook()
-            await asyncio.sleep(1)  # the kernel is up before its notebook comes
-            assert manager.can_take(folder)
-            moving_in = await manager.move_in(folder)
-        else:
-            await manager.start_kernel(cwd=str(folder))
-            moving_in = None
-        client = manager.client()
-        client.start_channels()
-        outputs = []
-        try:
-            await client.wait_for_ready(timeout=60)
-            if moving_in is not None:
-                moved = await client.execute_interactive(moving_in, silent=True, timeout=60)
-                assert moved["content"]["status"] == "ok", moved["content"]
-            reply = await client.execute_interactive(textwrap.dedent(code), timeout=120,
-                                                     output_hook=lambda msg: outputs.append(msg))
-            assert reply["content"]["status"] == "ok", reply["content"]
-        finally:
-            client.stop_channels()
-            await manager.shutdown_kernel(now=True)
-        assert manager._sandbox is None, "the sandbox's private folder outlived its kernel"
-        text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
-        return json.loads(text.strip().splitlines()[-1])
-    # in a thread with its own event loop: a browser test earlier on this worker leaves Playwright's loop
-    # running in the main thread, where asyncio.run() refuses to start
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, run()).result()
-
 
 @started
-def test_the_course_is_out_of_sight(course, repo_root, monkeypatch, spare):
-    root, folder = course
+def test_the_course_is_out_of_sight(sandbox_course, repo_root, monkeypatch, spare):
+    root, folder = sandbox_course
     monkeypatch.setenv("INSTRUCTOR_TOKEN", "a secret in the grader's environment")
     targets = [str(root / name) for name in COURSE_SECRETS] + [str(repo_root / "source"), str(repo_root / "gradebook.db")]
     home = Path.home()
@@ -121,10 +59,10 @@ def test_the_course_is_out_of_sight(course, repo_root, monkeypatch, spare):
 
 
 @started
-def test_without_the_sandbox_the_kernel_reads_the_course(course, spare):
+def test_without_the_sandbox_the_kernel_reads_the_course(sandbox_course, spare):
     """What the sandbox is for: opted out (``sandbox=False``), the same code finds the answers; the
     kernel works in the notebook's own folder."""
-    root, folder = course
+    root, folder = sandbox_course
     seen = run_in_kernel(folder, f"""
         import json, os
         print(json.dumps([open({str(root / 'source/ch11/01_tiny.ipynb')!r}).read(), os.getcwd()]))
@@ -132,8 +70,8 @@ def test_without_the_sandbox_the_kernel_reads_the_course(course, spare):
     assert seen == ["the answers", str(folder)]
 
 
-def test_no_network_not_even_the_graders_loopback(course):
-    _, folder = course
+def test_no_network_not_even_the_graders_loopback(sandbox_course):
+    _, folder = sandbox_course
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     try:
@@ -155,8 +93,8 @@ def test_no_network_not_even_the_graders_loopback(course):
 
 
 @started
-def test_writes_outside_its_folder_fail_and_its_folder_is_a_private_copy(course, repo_root, spare):
-    root, folder = course
+def test_writes_outside_its_folder_fail_and_its_folder_is_a_private_copy(sandbox_course, repo_root, spare):
+    root, folder = sandbox_course
     targets = [str(root / "gradebook.db"), str(root / "autograded" / "other" / "ch11" / "01_tiny.ipynb"),
                str(repo_root / "lib" / "lmpolicy" / "checks.py"), "/usr/lib/planted.py", "/etc/planted"]
     seen = run_in_kernel(folder, f"""
@@ -185,8 +123,8 @@ def test_writes_outside_its_folder_fail_and_its_folder_is_a_private_copy(course,
     assert not (folder / "new.txt").exists()
 
 
-def test_processes_stop_at_the_cap(course):
-    _, folder = course
+def test_processes_stop_at_the_cap(sandbox_course):
+    _, folder = sandbox_course
     seen = run_in_kernel(folder, """
         import json, os, time
         children = []
@@ -206,8 +144,8 @@ def test_processes_stop_at_the_cap(course):
     assert seen["children"] < 64
 
 
-def test_tmp_and_its_folder_fill_up_at_their_bound(course):
-    _, folder = course
+def test_tmp_and_its_folder_fill_up_at_their_bound(sandbox_course):
+    _, folder = sandbox_course
     seen = run_in_kernel(folder, """
         import json
         written = {}
@@ -227,11 +165,11 @@ def test_tmp_and_its_folder_fill_up_at_their_bound(course):
         assert size <= 8 * 1024**2 and error == "No space left on device", (path, size, error)
 
 
-def test_as_a_normal_user_the_sandbox_root_and_dev_are_read_only(course):
+def test_as_a_normal_user_the_sandbox_root_and_dev_are_read_only(sandbox_course):
     """A grader that is not root builds the sandbox in a user namespace, where the kernel keeps the
     grader's uid and so owns the sandbox's root and /dev: tmpfs without a size bound, where it could
     fill half the host's memory. They are remounted read-only; /tmp and its folder stay bounded."""
-    _, folder = course
+    _, folder = sandbox_course
     box = sandbox.Sandbox.create(folder, scratch_bytes=8 * 1024**2)
     try:
         box.uid, box.readable = None, []  # as a normal user builds it (nobody cannot see the venv under /root)
@@ -255,9 +193,9 @@ def test_as_a_normal_user_the_sandbox_root_and_dev_are_read_only(course):
         assert said[path].endswith("No space left on device"), (path, said[path])
 
 
-def test_the_graders_own_data_is_covered_up(course):
+def test_the_graders_own_data_is_covered_up(sandbox_course):
     """The typical wrong answers and the example written answers quote the solutions: out of sight."""
-    _, folder = course
+    _, folder = sandbox_course
     seen = run_in_kernel(folder, """
         import json, pathlib, lmpolicy_grader
         package = pathlib.Path(lmpolicy_grader.__file__).parent
@@ -293,12 +231,12 @@ COMMON_IDIOMS = {'with np.errstate(divide="ignore", invalid="ignore"):'}
 
 
 @pytest.mark.slow
-def test_what_a_kernel_can_import_holds_no_hidden_test_and_no_solution_but_the_librarys(course, repo_root, tmp_path):
+def test_what_a_kernel_can_import_holds_no_hidden_test_and_no_solution_but_the_librarys(sandbox_course, repo_root, tmp_path):
     """Everything a sandboxed kernel can import from (its sys.path) and /etc, searched for the source
     notebooks' hidden-test and solution lines: no hidden test anywhere; solution lines only in the
     student's own library lmpolicy, whose functions some exercises re-implement (calling or copying
     them earns nothing: the no-credit rule)."""
-    _, folder = course
+    _, folder = sandbox_course
     hidden, solutions = _secret_lines(repo_root)
     assert len(hidden) > 50 and len(solutions) > 50
     markers = sorted(hidden | solutions)
@@ -385,19 +323,5 @@ def test_graded_class_thief_gets_nothing_and_a_fork_bomb_costs_no_one_else(tmp_p
     assert outcomes["c_source_thief"].status == Status.GRADED and scores("c_source_thief") == {"ex1": 0, "ex2": 0}
     printed = (root / "autograded" / "c_source_thief" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb").read_text()
     pool = uid_pool(int(printed.split("SANDBOX_UID ", 1)[1].split("\\n", 1)[0]))
-    leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and _uid(pid) in pool]
+    leftovers = [pid for pid in os.listdir("/proc") if pid.isdigit() and process_uid(pid) in pool]
     assert leftovers == [], "sandboxed processes outlived their notebook"
-
-
-def uid_pool(uid: int) -> range:
-    """The 64 uids of the grading process that gave a kernel ``uid`` (its other kernels had the others)."""
-    first = uid - (uid - sandbox.private_uid_base(0)) % 64
-    return range(first, first + 64)
-
-
-def _uid(pid: str) -> int:
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return -1
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:")))
