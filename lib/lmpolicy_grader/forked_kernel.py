@@ -37,7 +37,9 @@ import subprocess
 import sys
 import threading
 import traceback
+from functools import cache
 from importlib import import_module
+from importlib.metadata import entry_points
 from typing import Any
 
 from jupyter_client.connect import KernelConnectionInfo
@@ -49,6 +51,13 @@ PROVISIONER_NAME = "lmpolicy-forked"
 PRELOAD = ["numpy", "torch", "ipykernel.kernelapp", "lmpolicy.checks", "lmpolicy_grader.trusted_tests"]
 LAUNCHER = "ipykernel_launcher"
 ENDED = -1  # what poll() says of a forked kernel that has ended (its status stays with the zygote)
+
+
+@cache
+def provisioner_installed() -> bool:
+    """Is ``ForkedKernelProvisioner`` registered with jupyter_client (the course installed with pip, as
+    ``make install`` does)? Without it, a spec that names it cannot start at all."""
+    return bool(entry_points(group="jupyter_client.kernel_provisioners", name=PROVISIONER_NAME))
 
 
 class ForkedKernelProvisioner(LocalProvisioner):

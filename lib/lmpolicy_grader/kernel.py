@@ -38,7 +38,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, DottedObjectName, Float, Int
 
 from lmpolicy_grader.cgroup import cgroup_problem
-from lmpolicy_grader.forked_kernel import PRELOAD, PROVISIONER_NAME, ZYGOTE
+from lmpolicy_grader.forked_kernel import PRELOAD, PROVISIONER_NAME, ZYGOTE, provisioner_installed
 from lmpolicy_grader.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox,
                                      require_sandbox)
 
@@ -222,13 +222,20 @@ class TrustedKernelManager(AsyncKernelManager):
                       "--IPKernelApp.log_level=ERROR", "--HistoryManager.hist_file=:memory:",
                       *(f"--IPKernelApp.exec_lines={line}" for line in TRUSTED_KERNEL_IMPORTS)],
                 env=dict(ONE_THREAD, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde"),
-                metadata={"kernel_provisioner": provisioner} if self.forked else {})
+                metadata={"kernel_provisioner": provisioner} if self._fork() else {})
         return self._kernel_spec
+
+    def _fork(self) -> bool:
+        if self.forked and not provisioner_installed():
+            _warn_once(self.log, "the trusted test kernels start from their command line, not forked: the course's "
+                                 "kernel provisioner is not installed (`make install`, or `pip install -e .` in the "
+                                 "course's folder, installs it)")
+        return self.forked and provisioner_installed()
 
     def start_zygote(self) -> None:
         """Start the zygote the kernels of this manager are forked from (if they are), so that its imports
         run beside what the grader does before its first trusted kernel."""
-        if self.forked:
+        if self._fork():
             ZYGOTE.start_soon({**os.environ, **self.kernel_spec.env})
 
     def recipe(self) -> tuple:

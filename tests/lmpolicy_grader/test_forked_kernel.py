@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
@@ -58,6 +59,32 @@ async def _stop(km, kc) -> None:
     await km.shutdown_kernel(now=True)
 
 
+def _kernel_process(folder: Path, forked: bool = True) -> tuple[str, int]:
+    """Start a trusted kernel in ``folder``: what follows its process (``ForkedProcess`` or ``Popen``) and
+    the kernel's parent's pid (the zygote's, or this process's)."""
+    async def scenario():
+        km, kc = await _start(folder, forked)
+        try:
+            return type(km.provisioner.process).__name__, await _value(kc, "__import__('os').getppid()")
+        finally:
+            await _stop(km, kc)
+
+    return _run(scenario())
+
+
+@contextlib.contextmanager
+def _logged_warnings():
+    """The messages logged meanwhile on traitlets' log (the kernel managers' and their provisioners')."""
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    get_logger().addHandler(handler)
+    try:
+        yield messages
+    finally:
+        get_logger().removeHandler(handler)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -101,15 +128,7 @@ def test_a_forked_kernel_has_the_limit_environment_folder_and_threads_of_its_com
 
 def test_a_kernel_not_forked_is_started_from_its_command_line(tmp_path):
     """``c.TrustedKernelManager.forked = False``: the kernel is this process's child, as before the zygote."""
-    async def scenario():
-        km, kc = await _start(tmp_path, forked=False)
-        try:
-            return type(km.provisioner.process).__name__, await _value(kc, "__import__('os').getppid()")
-        finally:
-            await _stop(km, kc)
-
-    process, parent = _run(scenario())
-    assert (process, parent) == ("Popen", os.getpid())
+    assert _kernel_process(tmp_path, forked=False) == ("Popen", os.getpid())
 
 
 def test_nothing_of_one_kernel_reaches_the_next(tmp_path):
@@ -173,17 +192,10 @@ def test_a_kernel_that_ends_on_its_own_is_seen_to_have_ended(tmp_path):
 
 
 def test_a_zygote_that_ended_is_started_again(tmp_path):
-    async def one_kernel():
-        km, kc = await _start(tmp_path)
-        try:
-            return await _value(kc, "__import__('os').getppid()")
-        finally:
-            await _stop(km, kc)
-
-    first_zygote = _run(one_kernel())
+    _, first_zygote = _kernel_process(tmp_path)
     os.kill(first_zygote, signal.SIGKILL)
     assert _gone_within([first_zygote], 10)
-    second_zygote = _run(one_kernel())
+    _, second_zygote = _kernel_process(tmp_path)
     assert second_zygote != first_zygote and second_zygote == forked_kernel.ZYGOTE._process.pid
 
 
@@ -222,14 +234,7 @@ def test_grading_starts_the_zygote_before_its_first_trusted_kernel(tmp_path):
     # in the kernels' environment, whose one-thread settings hold for what torch reads as the zygote imports it
     assert b"OMP_NUM_THREADS=1" in Path(f"/proc/{started.pid}/environ").read_bytes().split(b"\0")
 
-    async def one_kernel():
-        km, kc = await _start(tmp_path)
-        try:
-            return await _value(kc, "__import__('os').getppid()")
-        finally:
-            await _stop(km, kc)
-
-    assert _run(one_kernel()) == started.pid
+    assert _kernel_process(tmp_path) == ("ForkedProcess", started.pid)
 
 
 def test_a_fork_of_the_grader_forks_its_kernels_from_a_zygote_of_its_own(tmp_path):
@@ -272,23 +277,9 @@ def test_a_zygote_that_cannot_fork_costs_speed_not_the_notebook(tmp_path, monkey
     broken = forked_kernel.Zygote()
     monkeypatch.setattr(broken, "_start", lambda env: _start_a_zygote_that_ends(broken))
     monkeypatch.setattr(forked_kernel, "ZYGOTE", broken)
-    warnings = []
-    handler = logging.Handler()
-    handler.emit = lambda record: warnings.append(record.getMessage())
-    traitlets_log = get_logger()  # the kernel manager's and its provisioner's log
-    traitlets_log.addHandler(handler)
 
-    async def scenario():
-        km, kc = await _start(tmp_path)
-        try:
-            return type(km.provisioner.process).__name__, await _value(kc, "__import__('os').getppid()")
-        finally:
-            await _stop(km, kc)
-
-    try:
-        assert _run(scenario()) == ("Popen", os.getpid())
-    finally:
-        traitlets_log.removeHandler(handler)
+    with _logged_warnings() as warnings:
+        assert _kernel_process(tmp_path) == ("Popen", os.getpid())
     assert any("zygote of the trusted test kernels ended (exit status 3" in warning
                and "starts from its command line instead" in warning for warning in warnings), warnings
 
@@ -298,3 +289,17 @@ def _start_a_zygote_that_ends(zygote) -> None:
     zygote._process = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
     its.close()
     zygote._socket, zygote._replies = ours, ours.makefile("r")
+
+
+def test_without_the_provisioner_installed_the_kernel_starts_from_its_command_line(tmp_path, monkeypatch):
+    """A course run from a checkout that pip never installed has no ``lmpolicy-forked`` entry point: its
+    trusted kernels start as before, and grading says once why, instead of failing every notebook."""
+    from lmpolicy_grader import kernel
+
+    monkeypatch.setattr(kernel, "provisioner_installed", lambda: False)
+    monkeypatch.setattr(kernel, "_warned", set())
+
+    with _logged_warnings() as warnings:
+        assert _kernel_process(tmp_path) == ("Popen", os.getpid())
+    assert [w for w in warnings if "kernel provisioner is not installed" in w and "pip install -e ." in w]
+    assert forked_kernel.provisioner_installed()  # here it is: `make install` registered it
