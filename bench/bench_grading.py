@@ -201,33 +201,27 @@ def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, w
     course_config = (root / "nbgrader_config.py").read_text()
     unforked = course_config + "\nc.TrustedKernelManager.forked = False\n"
     own_way = course_config + "\nc.GradingExecute.spare_kernels = False\n"
-    runs = {  # name: (command, the course's nbgrader_config.py for it)
-        "stock": (autograde, own_way),
-        "stock, trusted kernel not forked": (autograde, own_way + "c.TrustedKernelManager.forked = False\n"),
-        "stock with spares": (autograde, course_config),
-        "grader": (grade, course_config),
-        "grader, trusted kernel not forked": (grade, unforked),
-        "nbgrader as shipped": (autograde, _shipped_config(root)),
+    same_unforked = "  the same, the trusted test kernel started from its command line"
+    runs = {  # name: (what the table calls it, command, the course's nbgrader_config.py for it)
+        "stock": ("stock nbgrader autograde, one process, kernels started as each notebook comes", autograde, own_way),
+        "stock, trusted kernel not forked": (same_unforked, autograde, own_way + "c.TrustedKernelManager.forked = False\n"),
+        "stock with spares": ("stock nbgrader autograde, one process, the course's spare kernels", autograde, course_config),
+        "grader": (f"lmpolicy_grader grade, {workers} workers", grade, course_config),
+        "grader, trusted kernel not forked": (same_unforked, grade, unforked),
+        "nbgrader as shipped": ("nbgrader as shipped: its own preprocessors, no sandbox, tests in the python3 kernel",
+                                autograde, _shipped_config(root)),
     }
     measured: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
     for round_ in range(rounds):  # every second round in the other order, so that a change of load weighs on all
         for name in (list(runs) if round_ % 2 == 0 else list(reversed(runs))):
-            command, config = runs[name]
+            _, command, config = runs[name]
             (root / "nbgrader_config.py").write_text(config)
             measured[name].append(_run_with_cores(command, root))
     (root / "nbgrader_config.py").write_text(course_config)
     print(f"\na class of {len(students)} (reference / mistakes / blank copies), {rounds} round(s), median")
-    labels = {
-        "stock": "stock nbgrader autograde, one process, kernels started as each notebook comes",
-        "stock, trusted kernel not forked": "  the same, the trusted test kernel started from its command line",
-        "stock with spares": "stock nbgrader autograde, one process, the course's spare kernels",
-        "grader": f"lmpolicy_grader grade, {workers} workers",
-        "grader, trusted kernel not forked": "  the same, the trusted test kernel started from its command line",
-        "nbgrader as shipped": "nbgrader as shipped: its own preprocessors, no sandbox, tests in the python3 kernel",
-    }
     seconds = {name: statistics.median(s for s, _ in values) for name, values in measured.items()}
     cores_busy = {name: statistics.median(c for _, c in values) for name, values in measured.items()}
-    for name, label in labels.items():
+    for name, (label, _, _) in runs.items():
         print(f"  {label:84} {seconds[name]:7.1f} s   {cores_busy[name]:.2f} cores busy")
     for baseline in ("stock", "stock with spares", "nbgrader as shipped"):
         per_round = ", ".join(f"{b[0] / g[0]:.2f}x" for b, g in zip(measured[baseline], measured["grader"]))

@@ -3,8 +3,8 @@
 Every notebook gets a trusted test kernel of its own (``kernel.TrustedKernelManager``). Started from
 nothing, that kernel spends over a second importing torch before it can run a test: a CPU second per
 notebook, which on a 2-core machine grading a class is a third of the work. So it is forked instead,
-from a *zygote*: one Python process per grader process, started when grading starts (a worker joins,
-GradingExecute is made) or else with the first trusted kernel, that imports ``PRELOAD`` and then forks a kernel for each request. A forked kernel is ready in about 0.4 s,
+from a *zygote*: one Python process per grader process, started when GradingExecute is made (or else
+with the first trusted kernel), that imports ``PRELOAD`` and then forks a kernel for each request. A forked kernel is ready in about 0.4 s,
 and every one starts from the same untouched state: nothing of one notebook's tests (the random
 generators, a module's attributes) reaches the next, as it would in a kernel reused for notebook after
 notebook. (Python's ``multiprocessing`` forkserver does not fit: each child it forks re-runs the
@@ -131,27 +131,31 @@ class Zygote:
         """Start the zygote now, in ``env``, unless it runs: its imports then run beside what this process
         does next, instead of in the first ``fork``."""
         with self._lock:
-            if self._process is None or self._process.poll() is not None:
-                self._start(env)
+            self._running(env)
 
     def fork(self, request: dict) -> int:
         """Have the zygote fork a kernel for ``request`` (``become_kernel``'s arguments); its pid."""
-        self.start_soon(request["env"])
         with self._lock:
+            self._running(request["env"])
             try:
                 self._socket.sendall(json.dumps(request).encode() + b"\n")
                 reply = self._replies.readline()
             except OSError:
                 reply = ""
-        if not reply:
-            raise ZygoteUnavailable(f"the zygote of the trusted test kernels ended (exit status "
-                                    f"{self._process.wait()}; its error, if any, is above)")
+            if not reply:
+                raise ZygoteUnavailable(f"the zygote of the trusted test kernels ended (exit status "
+                                        f"{self._process.wait()}; its error, if any, is above)")
         return int(reply)
 
-    def _start(self, env: dict[str, str]) -> None:
+    def _running(self, env: dict[str, str]) -> None:
+        if self._process is not None and self._process.poll() is None:
+            return
         if self._socket is not None:  # the socket of a zygote that ended
             self._replies.close()
             self._socket.close()
+        self._start(env)
+
+    def _start(self, env: dict[str, str]) -> None:
         ours, its = socket.socketpair()
         # Started in / (no module there to shadow torch), in the first kernel's environment (its
         # one-thread settings hold for what torch reads as it is imported).

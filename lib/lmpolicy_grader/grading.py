@@ -56,7 +56,7 @@ from filelock import FileLock
 
 from lmpolicy_grader.cluster import (ClusterUnavailable, adopt_surroundings, describe, grading_client,
                                      local_surroundings)
-from lmpolicy_grader.kernel import GradingKernelManager, TrustedKernelManager
+from lmpolicy_grader.kernel import GradingKernelManager
 from lmpolicy_grader.kernel_pool import expect_next_notebook, stop_spares
 from lmpolicy_grader.preprocessors.incidents import INCIDENTS, Incident
 from lmpolicy_grader.sandbox import require_sandbox
@@ -224,9 +224,7 @@ class GraderStartup(WorkerPlugin):
                 f"the Dask worker {worker.address} runs {worker.state.nthreads} threads; a grading worker runs one "
                 "(`dask worker --nthreads 1`), so that nbgrader's per-process state serves one notebook at a time "
                 "and a worker that dies takes only its own notebook down")
-        config = worker_config(self.course_root, self.sandbox)
-        if config.GradingExecute.get("tests_in_trusted_process", True):
-            TrustedKernelManager(config=config).start_zygote()
+        worker_config(self.course_root, self.sandbox)
 
     def teardown(self, worker):
         stop_spares()  # a worker process ends without running atexit

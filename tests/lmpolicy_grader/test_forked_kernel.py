@@ -220,8 +220,8 @@ def test_the_zygote_and_its_kernels_end_with_the_grader_process(tmp_path):
 
 
 def test_grading_starts_the_zygote_before_its_first_trusted_kernel(tmp_path):
-    """GradingExecute (and a grading worker as it joins) start the zygote, so that its imports run beside
-    the first notebook's sanitizing and grading kernel; the first trusted kernel is forked from that one."""
+    """GradingExecute starts the zygote as it is made, so that its imports run beside the first notebook's
+    grading kernel; the first trusted kernel is forked from that one."""
     from lmpolicy_grader.preprocessors import GradingExecute
 
     zygote = forked_kernel.ZYGOTE._process
@@ -233,7 +233,6 @@ def test_grading_starts_the_zygote_before_its_first_trusted_kernel(tmp_path):
     assert started is not zygote and started.poll() is None
     # in the kernels' environment, whose one-thread settings hold for what torch reads as the zygote imports it
     assert b"OMP_NUM_THREADS=1" in Path(f"/proc/{started.pid}/environ").read_bytes().split(b"\0")
-
     assert _kernel_process(tmp_path) == ("ForkedProcess", started.pid)
 
 
