@@ -19,6 +19,7 @@ import io
 import os
 import re
 import signal
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -272,13 +273,19 @@ def test_students_submit_and_the_instructor_collects_and_grades(hub, site, grade
     submissions = {s["student"]: s for s in formgrader(hub, "GET", f"submissions/{ASSIGNMENT}")}
     assert sorted(s for s in submissions if submissions[s]["submitted"]) == sorted(STUDENTS)
     for student in STUDENTS:
-        assert submissions[student]["code_score"] == pytest.approx(expected[student]), (student, graded["output"])
+        assert submissions[student]["code_score"] == pytest.approx(expected[student]), \
+            f"{student}: the grader said\n" + _wrapped(graded["output"])
     # the gradebook is the PostgreSQL database the hub gave every server, never a silent SQLite file
     assert hub.env["LMPOLICY_GRADEBOOK_URL"].startswith("postgresql")
     assert not (site.course / "gradebook.db").exists()
     # the grade was written by the instructor's account, in the instructor's course folder
     assert (site.course / "submitted" / STUDENTS[0] / ASSIGNMENT / f"{NOTEBOOK}.ipynb").exists()
     assert os.stat(site.course / "autograded").st_uid == os.stat(site.home(INSTRUCTOR)).st_uid
+
+
+def _wrapped(text: str, width: int = 70) -> str:
+    """``text`` in short lines, so that a log that shortens long ones keeps the whole of a grader's reason."""
+    return "\n".join(piece for line in text.splitlines() for piece in textwrap.wrap(line, width) or [""])
 
 
 def _feedback_html(hub: Hub, student: str) -> list[str]:

@@ -232,8 +232,17 @@ def test_grading_starts_the_zygote_before_its_first_trusted_kernel(tmp_path):
     started = forked_kernel.ZYGOTE._process
     assert started is not zygote and started.poll() is None
     # in the kernels' environment, whose one-thread settings hold for what torch reads as the zygote imports it
-    assert b"OMP_NUM_THREADS=1" in Path(f"/proc/{started.pid}/environ").read_bytes().split(b"\0")
+    assert b"OMP_NUM_THREADS=1" in _environment(started.pid)
     assert _kernel_process(tmp_path) == ("ForkedProcess", started.pid)
+
+
+def _environment(pid: int, within: float = 10) -> list[bytes]:
+    """The environment of process ``pid``: Popen returns once the exec has begun, and /proc shows the
+    new program's environment only once the kernel has laid it out, a moment later."""
+    deadline = time.monotonic() + within
+    while not (environ := Path(f"/proc/{pid}/environ").read_bytes()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return environ.split(b"\0")
 
 
 def test_a_fork_of_the_grader_forks_its_kernels_from_a_zygote_of_its_own(tmp_path):
