@@ -20,7 +20,7 @@ sandbox's private folder; ``sandbox = False`` turns it off.
 TrustedKernelManager starts the kernel that runs a notebook's test cells: a plain ipykernel of
 the grader's own Python, unsandboxed (it runs only the instructor's code), which reaches the
 submission only through the channel (``trusted_tests.py``). It is forked from a process that has
-already imported torch (``forked_kernel.py``).
+already imported torch (``forked_kernel.py``), and talks over ZMQ ipc sockets in its own folder.
 """
 from __future__ import annotations
 
@@ -194,6 +194,9 @@ class GradingKernelManager(AsyncKernelManager):
     cleanup_resources = _async_cleanup_resources
 
 
+# The longest path a Unix socket may have (sun_path: 108 bytes with its terminating NUL).
+MAX_SOCKET_PATH = 107
+
 # Imported while the kernel starts, beside the grading kernel's own start-up, so that the first test
 # or set-up cell does not wait for them (a forked kernel has them already).
 TRUSTED_KERNEL_IMPORTS = tuple(f"import {module}" for module in PRELOAD)
@@ -224,6 +227,14 @@ class TrustedKernelManager(AsyncKernelManager):
                 env=dict(ONE_THREAD, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde"),
                 metadata={"kernel_provisioner": provisioner} if self._fork() else {})
         return self._kernel_spec
+
+    async def _async_pre_start_kernel(self, **kw):
+        # ZMQ ipc sockets in the kernel's own folder, not TCP ports: a port the grader picks is free only
+        # until the kernel binds it, and any process on the machine may take it first
+        sockets = Path(kw.get("cwd") or "") / ".kernel"
+        if kw.get("cwd") and len(f"{sockets}-00000") <= MAX_SOCKET_PATH:
+            self.transport, self.ip, self.cache_ports = "ipc", str(sockets), False
+        return await super()._async_pre_start_kernel(**kw)
 
     def _fork(self) -> bool:
         if self.forked and not provisioner_installed():

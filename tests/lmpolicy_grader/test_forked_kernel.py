@@ -126,6 +126,23 @@ def test_a_forked_kernel_has_the_limit_environment_folder_and_threads_of_its_com
     assert (facts["execution"], facts["mpl"]) == ("autograde", "Agg")
 
 
+@pytest.mark.parametrize("forked", [True, False], ids=["forked", "not forked"])
+def test_a_trusted_kernel_listens_on_sockets_in_its_folder_not_on_ports_picked_for_it(tmp_path, forked):
+    """A TCP port the grader picks for a kernel is free only until the kernel binds it, and any process on
+    the machine may take it meanwhile (the kernel then dies at start-up): ipc sockets cannot be taken."""
+    async def scenario():
+        km, kc = await _start(tmp_path, forked)
+        try:
+            sockets = sorted(path.name for path in tmp_path.glob(".kernel-*") if path.is_socket())
+            return km.get_connection_info()["transport"], sockets, await _value(kc, "6 * 7")
+        finally:
+            await _stop(km, kc)
+
+    transport, sockets, answer = _run(scenario())
+    assert (transport, len(sockets), answer) == ("ipc", 5, 42)  # shell, iopub, stdin, control, heartbeat
+    assert not list(tmp_path.glob(".kernel-*")), "the kernel's sockets outlived it"
+
+
 def test_a_kernel_not_forked_is_started_from_its_command_line(tmp_path):
     """``c.TrustedKernelManager.forked = False``: the kernel is this process's child, as before the zygote."""
     assert _kernel_process(tmp_path, forked=False) == ("Popen", os.getpid())

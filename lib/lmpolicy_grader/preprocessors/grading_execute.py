@@ -265,9 +265,7 @@ class GradingExecute(Execute):
     def _trusted_client(self):
         """The trusted kernel's client, connected to it and (through it) to the grading kernel."""
         if self._trusted_kc is None:
-            self._trusted_kc = self._trusted_km.client()
-            self._trusted_kc.start_channels()
-            run_sync(self._trusted_kc.wait_for_ready)(timeout=self.startup_timeout)
+            self._trusted_kc = self._ready_trusted_client()
             info = self.km.get_connection_info(session=False)
             info = {key: (value.decode() if isinstance(value, bytes) else value) for key, value in info.items()}
             sources = [(i, c.source) for i, c in enumerate(self.nb.cells)
@@ -276,6 +274,26 @@ class GradingExecute(Execute):
                 f"__import__('lmpolicy_grader.trusted_tests', fromlist=['connect']).connect("
                 f"{info!r}, {sources!r}, {float(self.timeout)!r})", "the channel")
         return self._trusted_kc
+
+    def _ready_trusted_client(self):
+        """A client of the trusted kernel once it answers. A trusted kernel that died before it answered
+        (a start-up crash: it has run nothing yet) is started again once; a second death makes the
+        notebook FAILED with that reason."""
+        for attempt in (1, 2):
+            kc = self._trusted_km.client()
+            kc.start_channels()
+            try:
+                run_sync(kc.wait_for_ready)(timeout=self.startup_timeout)
+                return kc
+            except RuntimeError as error:
+                kc.stop_channels()
+                if "before replying to kernel_info" not in str(error):
+                    raise
+                if attempt == 2:
+                    raise GradingFailed("trusted tests", f"the trusted test kernel died twice at start-up ({error})") from None
+                self.log.warning("the trusted test kernel of %s died at start-up; starting it again", self._notebook)
+                self._trusted_kernel.stop()
+                self._trusted_kernel = _start_trusted_kernel(self.config)
 
     def _trusted_value(self, expression: str, what: str):
         """``expression`` evaluated in the trusted kernel (a Python literal); GradingFailed if it raises."""

@@ -1,4 +1,5 @@
-"""GradingExecute when the grading kernel dies at start-up, before any cell of the submission ran."""
+"""GradingExecute when a kernel dies at start-up: the grading kernel before any cell of the submission
+ran, or the trusted test kernel before its first test."""
 from __future__ import annotations
 
 import sys
@@ -7,7 +8,8 @@ import nbformat
 import pytest
 from traitlets.config import Config
 
-from lmpolicy_grader.kernel import GradingKernelManager
+from lmpolicy_grader.kernel import GradingKernelManager, TrustedKernelManager
+from lmpolicy_grader.preprocessors import grading_execute
 from lmpolicy_grader.preprocessors.grading_execute import GradingExecute
 from lmpolicy_grader.preprocessors.incidents import GradingFailed
 
@@ -48,3 +50,41 @@ def test_a_kernel_that_dies_twice_at_start_up_fails_the_notebook_with_that_reaso
     assert failed.value.kind == "kernel died"
     assert "died twice at start-up, before any cell ran" in failed.value.reason
     assert KernelDyingAtStart.starts == 2
+
+
+class TrustedKernelDyingAtStart(TrustedKernelManager):
+    """A trusted test kernel whose first ``deaths`` starts exit before answering kernel_info."""
+    deaths = 0
+    starts = 0
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        type(self).starts += 1
+        if type(self).starts <= type(self).deaths:
+            return DIE_AT_START
+        return super().format_kernel_cmd(extra_arguments)
+
+
+def _grade_a_test(tmp_path, monkeypatch, deaths: int):
+    monkeypatch.setattr(grading_execute, "TrustedKernelManager", TrustedKernelDyingAtStart)
+    TrustedKernelDyingAtStart.deaths, TrustedKernelDyingAtStart.starts = deaths, 0
+    test = nbformat.v4.new_code_cell("assert answer == 42, answer\nprint('checked', answer)")
+    test.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "grade_id": "t1", "points": 1}
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("answer = 6 * 7"), test])
+    config = Config({"GradingKernelManager": {"sandbox": False}})
+    execute = GradingExecute(config=config, spare_kernels=False)
+    resources = {"nbgrader": {"notebook": "01_policy_softmax"}, "metadata": {"path": str(tmp_path)}}
+    return execute.preprocess(nb, resources)[0]
+
+
+def test_a_trusted_kernel_that_dies_once_at_start_up_is_started_again_and_the_tests_run(tmp_path, monkeypatch):
+    nb = _grade_a_test(tmp_path, monkeypatch, deaths=1)
+    assert TrustedKernelDyingAtStart.starts == 2
+    assert [out.get("text") for out in nb.cells[1].outputs] == ["checked 42\n"]
+
+
+def test_a_trusted_kernel_that_dies_twice_at_start_up_fails_the_notebook_with_that_reason(tmp_path, monkeypatch):
+    with pytest.raises(GradingFailed) as failed:
+        _grade_a_test(tmp_path, monkeypatch, deaths=2)
+    assert failed.value.kind == "trusted tests"
+    assert "trusted test kernel died twice at start-up" in failed.value.reason
+    assert TrustedKernelDyingAtStart.starts == 2
