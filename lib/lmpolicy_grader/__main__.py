@@ -83,6 +83,9 @@ def _grade_and_report(course_root: Path, students: list[str] | None, workers: in
     counts = {status: sum(o.status == status for o in outcomes) for status in (Status.GRADED, Status.FAILED, Status.MISSING)}
     print(f"graded {counts[Status.GRADED]} notebooks, {counts[Status.FAILED]} FAILED, {counts[Status.MISSING]} not "
           f"submitted ({len({o.student for o in outcomes})} students) in {time.monotonic() - started:.0f} s\n")
+    warned = list(dict.fromkeys(warning for outcome in outcomes for warning in outcome.warnings))
+    if warned:
+        print("the grader warned while it graded:" + "".join(f"\n  - {warning}" for warning in warned) + "\n")
     print(report(course_root))
     print(f"\nwrote {course_root / 'grades.csv'}; feedback in {course_root / 'feedback'}")
 

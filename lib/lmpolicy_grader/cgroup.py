@@ -84,7 +84,8 @@ class SandboxCgroup:
                     (folder / file).write_text(value)
         except OSError as error:
             group.remove()
-            raise CgroupUnavailable(f"cannot make a control group under {ROOT}: {error}") from None
+            where = Path(error.filename).parent if error.filename else ROOT  # the parent, the same for every group
+            raise CgroupUnavailable(f"cannot make a control group under {where}: {error.strerror or error}") from None
         return group
 
     def join_command(self) -> list[str]:

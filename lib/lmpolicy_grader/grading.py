@@ -76,6 +76,7 @@ class Outcome:
     reason: str = ""            # why it failed, in words an instructor can act on
     incidents: list = field(default_factory=list)  # timeouts, tampering, restored cells, cut output
     seconds: float = 0.0
+    warnings: list = field(default_factory=list)   # what the grader warned of itself meanwhile (GraderWarnings)
 
     def __post_init__(self):
         self.status = Status(self.status)  # read back from grading_status.json as a plain string
@@ -117,6 +118,24 @@ def _sandbox_setting(config) -> bool:
 
 # --- one notebook, in a worker process ------------------------------------------------------------
 
+class GraderWarnings(logging.Handler):
+    """The warnings the course's grader code logs while a notebook is graded: that it runs less well than it
+    could (no control groups, a kernel started again, spares that could not start). nbgrader's own warnings
+    are left out: the report says what matters of those."""
+
+    PACKAGE = str(Path(__file__).parent) + os.sep
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        message = record.getMessage()
+        if (record.levelno == logging.WARNING and record.pathname.startswith(self.PACKAGE)
+                and message not in self.messages):
+            self.messages.append(message)
+
+
 class _ErrorLog(logging.Handler):
     def __init__(self):
         super().__init__(logging.ERROR)
@@ -136,10 +155,11 @@ def grade_unit(course_root: Path, config, student: str, notebook: str,
     INCIDENTS.clear()
     coursedir = CourseDirectory(config=config, root=str(course_root))
     coursedir.assignment_id, coursedir.student_id, coursedir.notebook_id = assignment, student, notebook
-    errors = _ErrorLog()
+    errors, warned = _ErrorLog(), GraderWarnings()
     status, reason = Status.GRADED, ""
     autograde = Autograde(coursedir=coursedir, config=config)
     autograde.log.addHandler(errors)
+    autograde.log.addHandler(warned)
     try:
         autograde.force = True
         autograde.start()
@@ -161,8 +181,10 @@ def grade_unit(course_root: Path, config, student: str, notebook: str,
                       + _first_cause(errors.lines, error).removeprefix("nbgrader could not grade it: "))
         finally:
             generate.log.removeHandler(errors)
+    autograde.log.removeHandler(warned)
     incidents = [i for i in INCIDENTS if i["kind"] != Incident.FAILED]
-    return Outcome(student, notebook, status, reason, incidents, round(time.monotonic() - started, 2))
+    return Outcome(student, notebook, status, reason, incidents, round(time.monotonic() - started, 2),
+                   warned.messages)
 
 
 def _first_cause(lines: list[str], error: Exception) -> str:
@@ -200,9 +222,9 @@ def worker_config(course_root: str, sandbox: bool):
         require_sandbox()  # on the worker's machine, where the kernels run
     config = copy.deepcopy(_LOADED[course_root])
     config.GradingKernelManager.sandbox = sandbox
-    quiet = logging.getLogger("traitlets")  # nbgrader's converters log here; the report says what matters
-    quiet.handlers, quiet.propagate = [logging.NullHandler()], False
-    quiet.setLevel(logging.ERROR)
+    quiet = logging.getLogger("traitlets")  # nbgrader's converters log here; the report says what matters,
+    quiet.handlers, quiet.propagate = [logging.NullHandler()], False  # and grade_unit keeps the grader's warnings
+    quiet.setLevel(logging.WARNING)
     warnings.simplefilter("ignore")
     _CONFIGS[key] = config
     return config

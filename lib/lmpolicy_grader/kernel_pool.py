@@ -33,6 +33,16 @@ class Kernel:
     def alive(self) -> bool:
         return run_sync(self.manager.is_alive)()
 
+    @contextlib.contextmanager
+    def stopped_if_it_fails(self):
+        """Around the kernel's start: if it raises, stop what it started (a process, a sandbox) and re-raise."""
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.stop()
+            raise
+
     def stop(self) -> None:
         """Stop the kernel now and remove what it leaves (its sandbox, its folder)."""
         try:

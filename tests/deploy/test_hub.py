@@ -275,6 +275,9 @@ def test_students_submit_and_the_instructor_collects_and_grades(hub, site, grade
     for student in STUDENTS:
         assert submissions[student]["code_score"] == pytest.approx(expected[student]), \
             f"{student}: the grader said\n" + _wrapped(graded["output"])
+    # what the grader warns of itself reaches the instructor: as their own account it cannot make control groups
+    assert "the grader warned while it graded:\n  - each sandbox's processes are limited one by one, not together: " \
+           "cannot make a control group" in graded["output"], _wrapped(graded["output"])
     # the gradebook is the PostgreSQL database the hub gave every server, never a silent SQLite file
     assert hub.env["LMPOLICY_GRADEBOOK_URL"].startswith("postgresql")
     assert not (site.course / "gradebook.db").exists()

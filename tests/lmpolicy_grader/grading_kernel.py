@@ -1,15 +1,18 @@
 """A grading kernel driven as GradingExecute drives it, in a course laid out as nbgrader leaves it
 mid-grading: the helpers of the tests that run a submission's hostile code in the real sandbox
-(test_sandbox, test_cgroup, test_hostile_sandbox)."""
+(test_sandbox, test_cgroup, test_hostile_sandbox), and what the grader logs meanwhile."""
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
+import logging
 import textwrap
 from pathlib import Path
 
 import pytest
+from traitlets.log import get_logger
 
 from lmpolicy_grader import sandbox
 from lmpolicy_grader.kernel import GradingKernelManager
@@ -84,3 +87,17 @@ def process_uid(pid: str) -> int:
     except OSError:
         return -1
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:")))
+
+
+@contextlib.contextmanager
+def logged_messages():
+    """The messages logged meanwhile on traitlets' log: the grader's, its kernel managers' and provisioners'
+    (nbgrader's applications stop it propagating to the root logger, where pytest's caplog listens)."""
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    get_logger().addHandler(handler)
+    try:
+        yield messages
+    finally:
+        get_logger().removeHandler(handler)

@@ -25,6 +25,8 @@ from traitlets.log import get_logger
 from lmpolicy_grader import forked_kernel
 from lmpolicy_grader.kernel import DEFAULT_MEMORY_BYTES, TrustedKernelManager
 
+from .grading_kernel import logged_messages
+
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfds here: the kernel is not forked")
 
 
@@ -70,19 +72,6 @@ def _kernel_process(folder: Path, forked: bool = True) -> tuple[str, int]:
             await _stop(km, kc)
 
     return _run(scenario())
-
-
-@contextlib.contextmanager
-def _logged_warnings():
-    """The messages logged meanwhile on traitlets' log (the kernel managers' and their provisioners')."""
-    messages = []
-    handler = logging.Handler()
-    handler.emit = lambda record: messages.append(record.getMessage())
-    get_logger().addHandler(handler)
-    try:
-        yield messages
-    finally:
-        get_logger().removeHandler(handler)
 
 
 def _alive(pid: int) -> bool:
@@ -303,7 +292,7 @@ def test_a_zygote_that_cannot_fork_costs_speed_not_the_notebook(tmp_path, monkey
     monkeypatch.setattr(broken, "_start", lambda env: _start_a_zygote_that_ends(broken))
     monkeypatch.setattr(forked_kernel, "ZYGOTE", broken)
 
-    with _logged_warnings() as warnings:
+    with logged_messages() as warnings:
         assert _kernel_process(tmp_path) == ("Popen", os.getpid())
     assert any("zygote of the trusted test kernels ended (exit status 3" in warning
                and "starts from its command line instead" in warning for warning in warnings), warnings
@@ -324,7 +313,7 @@ def test_without_the_provisioner_installed_the_kernel_starts_from_its_command_li
     monkeypatch.setattr(kernel, "provisioner_installed", lambda: False)
     monkeypatch.setattr(kernel, "_warned", set())
 
-    with _logged_warnings() as warnings:
+    with logged_messages() as warnings:
         assert _kernel_process(tmp_path) == ("Popen", os.getpid())
     assert [w for w in warnings if "kernel provisioner is not installed" in w and "pip install -e ." in w]
     assert forked_kernel.provisioner_installed()  # here it is: `make install` registered it

@@ -149,3 +149,31 @@ def test_no_spare_starts_when_no_next_notebook_is_expected(course):
         kernel_pool.expect_next_notebook(True)
     assert outcome.status == Status.GRADED
     assert kernel_pool._SPARES == {} and _children_kernels() == []
+
+
+def test_a_spare_that_cannot_start_costs_the_next_notebook_its_head_start_never_this_notebook(course, monkeypatch):
+    """A spare's start that fails (here: its kernel started, then the machine ran out of processes) leaves the
+    notebook being graded GRADED, stops what the spare had started, and the next notebook starts its own."""
+    from lmpolicy_grader.kernel import GradingKernelManager
+
+    started = GradingKernelManager.start_for_a_later_notebook
+
+    async def start_then_fail(self, **kw):
+        await started(self, **kw)
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(GradingKernelManager, "start_for_a_later_notebook", start_then_fail)
+    outcome = _in_a_thread(_grade_reference, course)
+    assert outcome.status == Status.GRADED, outcome.reason
+    assert "grading" not in kernel_pool._SPARES and _children_kernels() == []
+    # what the grader warns of itself reaches the instructor with the outcome (nbgrader's own warnings do not)
+    assert [w for w in outcome.warnings if "could not be started ahead" in w] == [
+        f"the kernels of the notebook after {tiny_course.NOTEBOOK} could not be started ahead (BlockingIOError: "
+        "[Errno 11] Resource temporarily unavailable); it starts its own"], outcome.warnings
+
+    monkeypatch.undo()
+    kernel_pool.SERVED.clear()
+    outcome = _in_a_thread(_grade_reference, course)
+    assert outcome.status == Status.GRADED, outcome.reason
+    assert kernel_pool.SERVED["grading"] == 0
+    assert _scores(course, "a_reference") == {"ex1__tests": 2.0, "ex2__tests": 3.0}

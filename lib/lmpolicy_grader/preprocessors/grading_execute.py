@@ -59,8 +59,10 @@ def _start_trusted_kernel(config) -> kernel_pool.Kernel:
     """A trusted kernel, starting, in an empty folder of its own (the notebook's folder holds the
     submission's files, and a torch.py there would be imported by `import torch`)."""
     km, folder = TrustedKernelManager(config=config), tempfile.TemporaryDirectory(prefix="lmpolicy-trusted-tests-")
-    run_sync(km.start_kernel)(cwd=folder.name)
-    return kernel_pool.Kernel(km, km.recipe(), folder)
+    kernel = kernel_pool.Kernel(km, km.recipe(), folder)
+    with kernel.stopped_if_it_fails():
+        run_sync(km.start_kernel)(cwd=folder.name)
+    return kernel
 
 
 def is_autograded_test(cell) -> bool:
@@ -173,17 +175,24 @@ class GradingExecute(Execute):
         return arguments
 
     def _start_spares(self) -> None:
-        """Start the kernels of the next notebook (now that this one's grading kernel is ready)."""
+        """Start the kernels of the next notebook (now that this one's grading kernel is ready). A spare
+        only saves the next notebook time: one that cannot start costs it that time, never this notebook."""
         if self._grading_recipe is None:
             return
-        if self._trusted:
-            kernel_pool.start_spare("trusted", lambda: _start_trusted_kernel(self.config))
 
         def start_grading_kernel() -> kernel_pool.Kernel:
             km = self._new_grading_kernel_manager()
-            run_sync(km.start_for_a_later_notebook)(extra_arguments=self._kernel_arguments())
-            return kernel_pool.Kernel(km, self._recipe(km))
-        kernel_pool.start_spare("grading", start_grading_kernel)
+            kernel = kernel_pool.Kernel(km, self._recipe(km))
+            with kernel.stopped_if_it_fails():
+                run_sync(km.start_for_a_later_notebook)(extra_arguments=self._kernel_arguments())
+            return kernel
+        try:
+            if self._trusted:
+                kernel_pool.start_spare("trusted", lambda: _start_trusted_kernel(self.config))
+            kernel_pool.start_spare("grading", start_grading_kernel)
+        except Exception as error:
+            self.log.warning("the kernels of the notebook after %s could not be started ahead (%s: %s); "
+                             "it starts its own", self._notebook, type(error).__name__, error)
 
     def create_kernel_manager(self):
         spare, self._spare = self._spare, None
