@@ -25,7 +25,9 @@ prints what is left to do in a notebook.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
+import difflib
 import linecache
 import os
 import re
@@ -420,8 +422,60 @@ def _install_recorder() -> _CellRecorder | None:
         _RECORDER = _CellRecorder()
         shell.events.register("pre_run_cell", _RECORDER.pre_run_cell)
         shell.events.register("post_run_cell", _RECORDER.post_run_cell)
+        shell.set_custom_exc((NameError,), _explain_name_error)
         shell._lmpolicy_recorder = _RECORDER
     return _RECORDER
+
+
+def _explain_name_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
+    """IPython's handler of a NameError that reaches a cell of the student's kernel: shows IPython's own
+    traceback, then a line on what to do. Most often a cell ran before the cell that defines the
+    name (after a kernel restart, say); else the name is misspelt."""
+    shown = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+    try:
+        name = getattr(value, "name", None)
+        if name:
+            shown = [*shown, f"{RED}{BOLD}\u2717 Not defined yet:{RESET} {_undefined_name_advice(name, shell.user_ns)}"]
+    except Exception:  # noqa: BLE001 - the advice must never hide the error itself
+        pass
+    sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %debug, as IPython's own display
+    shell._showtraceback(etype, value, shown)
+    return shown
+
+
+def _undefined_name_advice(name: str, namespace: dict) -> str:
+    path = Path(os.environ.get("JPY_SESSION_NAME", ""))
+    cells = progress.notebook_cells(path) if path.suffix == ".ipynb" and path.exists() else []
+    defining = [cell for cell in cells if cell.cell_type == "code" and name in _names_defined_by(cell.source)]
+    if defining:
+        key = progress.answer_cells(path.stem, path).get(getattr(defining[0], "id", None))
+        where = (f"{progress.exercise(key).label}'s answer cell" if key in progress.EXERCISES_BY_KEY
+                 else "a cell of this notebook")
+        return (f"{name} is defined in {where}, which has not run in this kernel: run it first. After a restart "
+                "(or to be sure), Run \u25b8 Run All Above runs every cell above this one.")
+    known = {n for cell in cells if cell.cell_type == "code" for n in _names_defined_by(cell.source)}
+    known |= {n for n in namespace if not n.startswith("_")}
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    unknown = f"nothing in this notebook defines {name}" if cells else f"{name} is not defined in this kernel"
+    return unknown + (f"; did you mean {close[0]}?" if close else ": check its spelling, or run the cell that defines it.")
+
+
+def _names_defined_by(source: str) -> set[str]:
+    """The names a cell binds at its top level: functions, classes, assignments, imports."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
 
 
 def done(exercise_key: str) -> None:

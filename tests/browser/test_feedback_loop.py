@@ -1,6 +1,7 @@
 """A student's feedback loop in a real JupyterLab (`make lab`) in headless Chromium.
 
-In the student's copy of notebook 01: type the softmax that forgets to subtract the maximum (a pitfall
+In the student's copy of notebook 01: run the softmax check before its answer cell and read which
+cell to run first; type the softmax that forgets to subtract the maximum (a pitfall
 of the wrong-answer corpus), run the notebook, and read a short message naming the mistake, with no
 traceback, in the notebook and in nbgrader's Validate dialog; type a correct softmax, see ✓; and see the
 start page's count of done items go up by one; run the answer cell again with the wrong code and see
@@ -107,6 +108,12 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         assert page.get_by_text("Error fetching courses").count() == 0
 
         open_in_lab(page, lab_server, f"{student_copy.relative_to(repo_root)}/{NOTEBOOK}.ipynb")
+        # the check run first, in a fresh kernel (as after a restart): it says which cell to run
+        page.locator(".jp-Notebook .jp-Cell").nth(check).locator(".cm-content").click()
+        page.keyboard.press("Shift+Enter")
+        early = output_of(page, check, "Not defined yet", artifacts_dir / "feedback-not-run-yet.png")
+        assert "softmax is defined in softmax's answer cell, which has not run in this kernel: run it first." \
+            in early, early
         pitfall = the_pitfall()
         replace_cell_code(page, answer, pitfall.source)
         run_all(page, NOTEBOOK)  # stops at the first failing cell: the softmax check

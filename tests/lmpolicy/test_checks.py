@@ -370,3 +370,24 @@ def test_summary_under_the_grader_prints_only_a_note(monkeypatch, capsys):
     checks.summary("01_policy_softmax")
     assert capsys.readouterr().out.strip() == \
         "(the summary of your checks appears when you run this cell yourself, not under nbgrader)"
+
+
+def test_a_check_run_before_its_answer_cell_says_which_cell_to_run(kernel):
+    """A kernel restarted (or a check cell run first): the check's NameError ends with the answer cell to run."""
+    _, error = kernel.run(CHECK_CELL)
+    assert error["ename"] == "NameError"
+    shown = [ANSI.sub("", line) for line in error["traceback"]]
+    assert any("NameError: name 'sample_with_temperature' is not defined" in line for line in shown)  # IPython's own
+    assert shown[-1] == ("\u2717 Not defined yet: sample_with_temperature is defined in Lab Task 2's answer cell, "
+                         "which has not run in this kernel: run it first. After a restart (or to be sure), "
+                         "Run \u25b8 Run All Above runs every cell above this one.")
+    kernel.run(GREEDY_AT_ZERO, cell_id=SAMPLER_CELL)
+    printed, error = kernel.run(CHECK_CELL)
+    assert error is None and "\u2713 Lab Task 2 passed the visible checks" in printed
+
+
+def test_a_misspelt_name_gets_the_name_it_was_probably_meant_to_be(kernel):
+    kernel.run("temperature_grid = [0.5, 1.0]")
+    _, error = kernel.run("print(temprature_grid)")
+    assert ANSI.sub("", error["traceback"][-1]) == ("\u2717 Not defined yet: nothing in this notebook defines "
+                                                   "temprature_grid; did you mean temperature_grid?")
