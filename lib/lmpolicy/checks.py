@@ -422,45 +422,48 @@ def _install_recorder() -> _CellRecorder | None:
         _RECORDER = _CellRecorder()
         shell.events.register("pre_run_cell", _RECORDER.pre_run_cell)
         shell.events.register("post_run_cell", _RECORDER.post_run_cell)
-        shell.set_custom_exc((NameError,), _explain_name_error)
+        explain_name_errors(shell, _undefined_name_advice)
         shell._lmpolicy_recorder = _RECORDER
     return _RECORDER
 
 
-def _explain_name_error(shell, etype, value, tb, tb_offset=None) -> list[str]:
-    """IPython's handler of a NameError that reaches a cell of the student's kernel: shows IPython's own
-    traceback, then a line on what to do. Most often a cell ran before the cell that defines the
-    name (after a kernel restart, say); else the name is misspelt."""
-    shown = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
-    try:
-        name = getattr(value, "name", None)
-        if name:
-            shown = [*shown, f"{RED}{BOLD}\u2717 Not defined yet:{RESET} {_undefined_name_advice(name, shell.user_ns)}"]
-    except Exception:  # noqa: BLE001 - the advice must never hide the error itself
-        pass
-    sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %debug, as IPython's own display
-    shell._showtraceback(etype, value, shown)
-    return shown
+def explain_name_errors(shell, advice) -> None:
+    """Make a NameError that reaches a cell of IPython ``shell`` show IPython's own traceback, then
+    "✗ Not defined yet:" and ``advice(name, namespace)``: what to do about it."""
+    def explain(shell, etype, value, tb, tb_offset=None) -> list[str]:
+        shown = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+        try:
+            name = getattr(value, "name", None)
+            if name:
+                shown = [*shown, f"{RED}{BOLD}\u2717 Not defined yet:{RESET} {advice(name, shell.user_ns)}"]
+        except Exception:  # noqa: BLE001 - the advice must never hide the error itself
+            pass
+        sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %debug, as IPython's display
+        shell._showtraceback(etype, value, shown)
+        return shown
+    shell.set_custom_exc((NameError,), explain)
 
 
 def _undefined_name_advice(name: str, namespace: dict) -> str:
+    """In the student's kernel: most often a cell ran before the cell that defines the name (after a
+    kernel restart, say); else the name is misspelt."""
     path = Path(os.environ.get("JPY_SESSION_NAME", ""))
     cells = progress.notebook_cells(path) if path.suffix == ".ipynb" and path.exists() else []
-    defining = [cell for cell in cells if cell.cell_type == "code" and name in _names_defined_by(cell.source)]
+    defining = [cell for cell in cells if cell.cell_type == "code" and name in names_defined_by(cell.source)]
     if defining:
         key = progress.answer_cells(path.stem, path).get(getattr(defining[0], "id", None))
         where = (f"{progress.exercise(key).label}'s answer cell" if key in progress.EXERCISES_BY_KEY
                  else "a cell of this notebook")
         return (f"{name} is defined in {where}, which has not run in this kernel: run it first. After a restart "
                 "(or to be sure), Run \u25b8 Run All Above runs every cell above this one.")
-    known = {n for cell in cells if cell.cell_type == "code" for n in _names_defined_by(cell.source)}
+    known = {n for cell in cells if cell.cell_type == "code" for n in names_defined_by(cell.source)}
     known |= {n for n in namespace if not n.startswith("_")}
     close = difflib.get_close_matches(name, sorted(known), n=1)
     unknown = f"nothing in this notebook defines {name}" if cells else f"{name} is not defined in this kernel"
     return unknown + (f"; did you mean {close[0]}?" if close else ": check its spelling, or run the cell that defines it.")
 
 
-def _names_defined_by(source: str) -> set[str]:
+def names_defined_by(source: str) -> set[str]:
     """The names a cell binds at its top level: functions, classes, assignments, imports."""
     try:
         tree = ast.parse(source)

@@ -37,6 +37,7 @@ import uuid
 import numpy as np
 import torch
 import zmq
+from IPython import get_ipython
 from jupyter_client.session import Session
 
 from lmpolicy import checks
@@ -511,11 +512,23 @@ def connect(info: dict, sources: list[tuple[int, str]], cell_seconds: float) -> 
     cells as (index, source), from the notebook the grader holds."""
     global _CHANNEL
     _ALL_SOURCES[:] = sources
+    shell = get_ipython()
+    if shell is not None:
+        checks.explain_name_errors(shell, _missing_from_submission)
     try:
         _CHANNEL = Channel(info, cell_seconds)
     except Exception as error:  # noqa: BLE001 - reported as the reason, never raised into the grader
         return f"the channel to the submission's kernel could not be opened ({type(error).__name__}: {error})"
     return _CHANNEL.broken
+
+
+def _missing_from_submission(name: str, namespace: dict) -> str:
+    """What a test's NameError says in the feedback: a name of the submission that it does not have."""
+    if any(name in checks.names_defined_by(source) for source in SOURCES):
+        return (f"a cell of your notebook above this test defines {name}, but it did not exist when the test ran: "
+                "that cell raised before it got there (its error is in your notebook)")
+    return (f"your notebook does not define {name}: its answer cell above this test must, with the name and "
+            "arguments the released notebook gives it")
 
 
 def bind(user_ns: dict, cell_source: str = "", cell_index: int | None = None) -> str | None:

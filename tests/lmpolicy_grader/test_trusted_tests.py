@@ -383,3 +383,38 @@ def test_every_example_scores_what_it_scores_with_tests_in_the_grading_kernel(bo
     _, _, in_kernel = both_ways[False]
     assert trusted == in_kernel
     assert any(score == 0 for score in trusted["mistakes"].values())  # the comparison includes failures
+
+
+@pytest.mark.parametrize("answer, says", [
+    ("pass  # the function deleted", "your notebook does not define double: its answer cell above this test must"),
+    ("raise ValueError('not ready')\n" + "def double(x):\n    return 2 * np.asarray(x, dtype=float)",
+     "a cell of your notebook above this test defines double, but it did not exist when the test ran: that cell "
+     "raised before it got there"),
+], ids=["never defined", "its cell raised first"])
+def test_a_test_of_a_function_the_submission_lacks_says_why_in_the_feedback(tmp_path, answer, says):
+    """In the trusted kernel the test's NameError names the student's function and what to do about it."""
+    from lmpolicy_grader.__main__ import release
+    from lmpolicy_grader.grading import grade_unit, worker_config
+
+    from . import tiny_course
+
+    root = tiny_course.make_course(tmp_path / "course")
+    with open(root / "nbgrader_config.py", "a") as config:
+        config.write(f"c.GradingExecute.trusted_notebooks = [{tiny_course.NOTEBOOK!r}]\n")
+    release(root)
+    tiny_course.submit(root, "student", tiny_course.replace_answer(tiny_course.source_notebook(), "ex1__answer", answer))
+    outcome = grade_unit(root, worker_config(str(root), False), "student", tiny_course.NOTEBOOK)
+    assert outcome.status == Status.GRADED, outcome.reason
+    graded = nbformat.read(root / "autograded" / "student" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb", as_version=4)
+    (error,) = [o for o in graded.cells[tiny_course.cell_index(graded, "ex1__tests")].outputs if o.output_type == "error"]
+    assert error.ename == "NameError"
+    assert checks_text(error.traceback[-1]).startswith("\u2717 Not defined yet: " + says), error.traceback[-1]
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        grades = {g.name: g.score for g in gradebook.find_submission_notebook(tiny_course.NOTEBOOK, "ch11", "student").grades}
+    assert grades["ex1__tests"] == 0 and grades["ex2__tests"] == tiny_course.POINTS["ex2"]
+
+
+def checks_text(line: str) -> str:
+    """``line`` without its ANSI colours."""
+    import re
+    return re.sub(r"\x1b\[[0-9;]*m", "", line)
