@@ -16,8 +16,8 @@ from lmpolicy_grader.preprocessors.incidents import GradingFailed
 DIE_AT_START = [sys.executable, "-c", "raise SystemExit(3)"]
 
 
-class KernelDyingAtStart(GradingKernelManager):
-    """A grading kernel (unsandboxed) whose first ``deaths`` starts exit before answering kernel_info."""
+class DyingAtStart:
+    """A kernel manager whose first ``deaths`` kernels exit before answering kernel_info (``starts`` counts them)."""
     deaths = 0
     starts = 0
 
@@ -26,6 +26,10 @@ class KernelDyingAtStart(GradingKernelManager):
         if type(self).starts <= type(self).deaths:
             return DIE_AT_START
         return super().format_kernel_cmd(extra_arguments)
+
+
+class KernelDyingAtStart(DyingAtStart, GradingKernelManager):
+    """A grading kernel (unsandboxed) that dies at start-up."""
 
 
 def _grade(tmp_path, deaths: int):
@@ -52,16 +56,8 @@ def test_a_kernel_that_dies_twice_at_start_up_fails_the_notebook_with_that_reaso
     assert KernelDyingAtStart.starts == 2
 
 
-class TrustedKernelDyingAtStart(TrustedKernelManager):
-    """A trusted test kernel whose first ``deaths`` starts exit before answering kernel_info."""
-    deaths = 0
-    starts = 0
-
-    def format_kernel_cmd(self, extra_arguments=None):
-        type(self).starts += 1
-        if type(self).starts <= type(self).deaths:
-            return DIE_AT_START
-        return super().format_kernel_cmd(extra_arguments)
+class TrustedKernelDyingAtStart(DyingAtStart, TrustedKernelManager):
+    """A trusted test kernel that dies at start-up."""
 
 
 def _grade_a_test(tmp_path, monkeypatch, deaths: int):
