@@ -449,36 +449,64 @@ def _undefined_name_advice(name: str, namespace: dict) -> str:
     kernel restart, say); else the name is misspelt."""
     path = Path(os.environ.get("JPY_SESSION_NAME", ""))
     cells = progress.notebook_cells(path) if path.suffix == ".ipynb" and path.exists() else []
-    defining = [cell for cell in cells if cell.cell_type == "code" and name in names_defined_by(cell.source)]
+    defining = [cell for cell in cells if cell.cell_type == "code" and name in binds([cell.source])]
     if defining:
         key = progress.answer_cells(path.stem, path).get(getattr(defining[0], "id", None))
         where = (f"{progress.exercise(key).label}'s answer cell" if key in progress.EXERCISES_BY_KEY
                  else "a cell of this notebook")
         return (f"{name} is defined in {where}, which has not run in this kernel: run it first. After a restart "
                 "(or to be sure), Run \u25b8 Run All Above runs every cell above this one.")
-    known = {n for cell in cells if cell.cell_type == "code" for n in names_defined_by(cell.source)}
+    known = {n for cell in cells if cell.cell_type == "code" for n in binds([cell.source])}
     known |= {n for n in namespace if not n.startswith("_")}
     close = difflib.get_close_matches(name, sorted(known), n=1)
     unknown = f"nothing in this notebook defines {name}" if cells else f"{name} is not defined in this kernel"
     return unknown + (f"; did you mean {close[0]}?" if close else ": check its spelling, or run the cell that defines it.")
 
 
-def names_defined_by(source: str) -> set[str]:
-    """The names a cell binds at its top level: functions, classes, assignments, imports."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    names = set()
-    for node in tree.body:
+# --- what a cell binds (the student's advice and the grader's no-credit rule read it alike) ----
+
+def statements(sources):
+    """The top-level statements of code cells ``sources``, as IPython runs them (magics transformed);
+    a cell that does not parse is skipped."""
+    from IPython.core.inputtransformer2 import TransformerManager
+    transformer = TransformerManager()
+    for source in sources:
+        try:
+            yield from ast.parse(transformer.transform_cell(source)).body
+        except (SyntaxError, ValueError):
+            continue
+
+
+def bound_names(statement) -> tuple[set[str], set[str]]:
+    """(names the statement binds anew, names whose object it changes: ``f.__code__ = ...``)."""
+    anew, changed = set(), set()
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}, set()  # its body binds nothing at the top level
+    for node in ast.walk(statement):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
+            anew.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
-    return names
+            anew.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            anew.add(node.id)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+            base = node.value
+            while isinstance(base, (ast.Attribute, ast.Subscript)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                changed.add(base.id)
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
+                    and isinstance(node.slice.value, str):  # globals()["softmax"] = ...
+                anew.add(node.slice.value)
+    if not isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Delete)):
+        changed |= anew  # inside an if, for, try or with: it may or may not have run, keep what came before
+        anew = set()
+    return anew, changed - anew
+
+
+def binds(sources) -> set[str]:
+    """Every name the code cells ``sources`` may bind or change at their top level."""
+    return set().union(*(set().union(*bound_names(statement)) for statement in statements(sources)))
 
 
 def done(exercise_key: str) -> None:

@@ -401,43 +401,6 @@ def _address(fn) -> tuple[str, str]:
     return fn.__module__, fn.__name__  # a builtin: torch.softmax's qualname names an internal class
 
 
-def _statements(sources):
-    from IPython.core.inputtransformer2 import TransformerManager
-    transformer = TransformerManager()
-    for source in sources:
-        try:
-            yield from ast.parse(transformer.transform_cell(source)).body
-        except (SyntaxError, ValueError):
-            continue
-
-
-def _bound_names(statement) -> tuple[set[str], set[str]]:
-    """(names the statement binds anew, names whose object it changes: ``f.__code__ = ...``)."""
-    anew, changed = set(), set()
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {statement.name}, set()  # its body binds nothing at the top level
-    for node in ast.walk(statement):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            anew.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            anew.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            anew.add(node.id)
-        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
-            base = node.value
-            while isinstance(base, (ast.Attribute, ast.Subscript)):
-                base = base.value
-            if isinstance(base, ast.Name):
-                changed.add(base.id)
-            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) \
-                    and isinstance(node.slice.value, str):  # globals()["softmax"] = ...
-                anew.add(node.slice.value)
-    if not isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.Delete)):
-        changed |= anew  # inside an if, for, try or with: it may or may not have run, keep what came before
-        anew = set()
-    return anew, changed - anew
-
-
 def _imported(node, alias) -> set[str]:
     """What one alias of an import reaches: the imported name, unless it is a module already loaded
     here (``from lmpolicy.exact import kl`` imports the module kl, not the function kl.kl). Nothing
@@ -477,8 +440,8 @@ def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
     transitively, the statements that made the global names those read.
     """
     makers: dict[str, list] = {}
-    for statement in _statements(sources):
-        anew, changed = _bound_names(statement)
+    for statement in checks.statements(sources):
+        anew, changed = checks.bound_names(statement)
         for bound in anew:
             makers[bound] = [statement]
         for bound in changed:
@@ -524,7 +487,7 @@ def connect(info: dict, sources: list[tuple[int, str]], cell_seconds: float) -> 
 
 def _missing_from_submission(name: str, namespace: dict) -> str:
     """What a test's NameError says in the feedback: a name of the submission that it does not have."""
-    if any(name in checks.names_defined_by(source) for source in SOURCES):
+    if name in checks.binds(SOURCES):
         return (f"a cell of your notebook above this test defines {name}, but it did not exist when the test ran: "
                 "that cell raised before it got there (its error is in your notebook)")
     return (f"your notebook does not define {name}: its answer cell above this test must, with the name and "
