@@ -17,8 +17,8 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
 import jupyter_server_mathjax
 import lmpolicy_grader
 import nbgrader
-from lmpolicy_grader.export import StatusCsvExportPlugin
-from lmpolicy_grader.feedback_exporter import FeedbackHTMLExporter
+from lmpolicy_grader.class_grading.export import StatusCsvExportPlugin
+from lmpolicy_grader.class_grading.feedback_exporter import FeedbackHTMLExporter
 from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells, SaveAutoGradesWhole)
 from lmpolicy_grader.preprocessors.show_pending_grades import PENDING_AWARE_FILTERS, ShowPendingGrades
@@ -42,7 +42,7 @@ c.CourseDirectory.root = str(COURSE_ROOT)
 # with many graders, LMPOLICY_GRADEBOOK_URL points it at PostgreSQL instead, in the form
 # postgresql+psycopg2://USER:PASSWORD@HOST:5432/DATABASE (name the driver: SQLAlchemy 2.1 reads a bare
 # postgresql:// as psycopg 3, which is not installed). The grader checks the URL before it grades
-# (lib/lmpolicy_grader/gradebook.py: a wrong one stops it with the cause, never a quiet SQLite file) and takes
+# (lib/lmpolicy_grader/class_grading/gradebook.py: a wrong one stops it with the cause, never a quiet SQLite file) and takes
 # no lock of its own on PostgreSQL (docs/deployment.md).
 c.CourseDirectory.db_url = ((os.environ.get("LMPOLICY_GRADEBOOK_URL") or "").strip()
                              or f"sqlite:///{COURSE_ROOT / 'gradebook.db'}")
@@ -60,8 +60,8 @@ else:
     (COURSE_ROOT / "exchange").mkdir(exist_ok=True)
 
 # collect (`nbgrader collect`, formgrader's button) never takes a submission whose copy into the exchange was
-# cut off, as stock nbgrader 0.9.6 does (it then replaces the student's last complete one): lmpolicy_grader/exchange.py
-c.ExchangeFactory.collect = "lmpolicy_grader.exchange.ExchangeCollectComplete"
+# cut off, as stock nbgrader 0.9.6 does (it then replaces the student's last complete one): lmpolicy_grader/class_grading/exchange.py
+c.ExchangeFactory.collect = "lmpolicy_grader.class_grading.exchange.ExchangeCollectComplete"
 
 # --- autograding: sanitize, then execute in the limited kernel ---------------------------------
 c.Autograde.sanitize_preprocessors = [
@@ -73,7 +73,7 @@ c.Autograde.sanitize_preprocessors = [
     CheckCellMetadata,
 ]
 c.Autograde.autograde_preprocessors = [
-    GradingExecute,        # limited kernel, per-notebook timeouts, tamper guard, output cap
+    GradingExecute,        # limited kernel, per-notebook timeouts, output cap; tests in a trusted kernel
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,
@@ -87,7 +87,7 @@ c.RestoreDeletedCells.course_root = str(COURSE_ROOT)
 # The limits of grading (cell timeout, notebook budget, output cap; the kernel's memory and CPU time)
 # are the defaults of GradingExecute and GradingKernelManager in lib/lmpolicy_grader, where their help
 # says why; set them here only to change them. Notebook 08 trains for longer than the defaults allow:
-# The bubblewrap sandbox of the grading kernel (lib/lmpolicy_grader/sandbox.py, docs/instructors.md)
+# The bubblewrap sandbox of the grading kernel (lib/lmpolicy_grader/isolation/sandbox.py, docs/instructors.md)
 # is on: a submission sees only its own notebook's folder. `python -m lmpolicy_grader grade --sandbox off`
 # grades without it for one run; where it cannot be made, grading stops and says how to enable it.
 c.GradingKernelManager.sandbox = True

@@ -102,7 +102,7 @@ def make_course(notebooks: list[str] | None) -> Path:
     python = str(BIN / "python")
     _run([python, "-m", "lmpolicy_grader", "release"], root)
     # the example submissions into this course's own submitted/ (`lmpolicy_grader examples` grades them apart)
-    _run([python, "-c", "from lmpolicy_grader.examples import place_examples; place_examples('.')"], root)
+    _run([python, "-c", "from lmpolicy_grader.corpus.examples import place_examples; place_examples('.')"], root)
     return root
 
 
@@ -252,7 +252,7 @@ def _shipped_config(root: Path) -> str:
 def _new_gradebook(folder: Path) -> str:
     from nbgrader.api import Gradebook
 
-    from lmpolicy_grader.grading import load_config
+    from lmpolicy_grader.class_grading.grading import load_config
     load_config(REPO)  # the course's nbgrader_config.py puts nbgrader's `alembic` on PATH
     url = f"sqlite:///{folder / 'gradebook.db'}"
     with Gradebook(url, "lm-policy") as gradebook:
@@ -268,7 +268,7 @@ def _writer(url: str, lock: str | None, name: str, sessions: int, hold_seconds: 
     import warnings
 
     from nbgrader.api import Gradebook
-    from lmpolicy_grader.gradebook import serialise_gradebook_sessions
+    from lmpolicy_grader.class_grading.gradebook import serialise_gradebook_sessions
     warnings.simplefilter("ignore")  # nbgrader's SQLAlchemy warns on every submission
     if lock:
         serialise_gradebook_sessions(Path(lock))
@@ -351,12 +351,12 @@ _POOL_CONFIG = None
 
 def _pool_start(course_root: str, sandbox: bool) -> None:
     global _POOL_CONFIG
-    from lmpolicy_grader.grading import worker_config
+    from lmpolicy_grader.class_grading.grading import worker_config
     _POOL_CONFIG = worker_config(course_root, sandbox)
 
 
 def _pool_grade(job: tuple[str, str, str]):
-    from lmpolicy_grader.grading import grade_unit
+    from lmpolicy_grader.class_grading.grading import grade_unit
     course_root, student, notebook = job
     return grade_unit(Path(course_root), _POOL_CONFIG, student, notebook)
 
@@ -372,7 +372,7 @@ def fork_pool(root: Path, units: list[tuple[str, str]], workers: int, sandbox: b
 
 
 def grading_engine(size: int, workers: int, sandbox: bool, rounds: int) -> None:
-    from lmpolicy_grader.grading import grade_class
+    from lmpolicy_grader.class_grading.grading import grade_class
     print(f"\nthe grading engine: {size} copies of the tiny course's reference, {workers} workers, "
           f"sandbox {'on' if sandbox else 'off'}, {rounds} round(s)")
     engines = [("fork pool", lambda root, units: fork_pool(root, units, workers, sandbox)),

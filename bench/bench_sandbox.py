@@ -26,8 +26,7 @@ Then where the time goes, each part measured the same number of times (median):
 - a stock kernel: start to ready, and ``import torch`` in it;
 - the trusted test kernel (unsandboxed), forked and not: start to ready, and importing the trusted side
   (torch) in the forked one;
-- the grading kernel, start to ready (it loads the channel server; with the tamper guard, which
-  notebooks whose tests still run in it load, it also imports lmpolicy), unsandboxed and sandboxed;
+- the grading kernel, start to ready (it loads the channel server), unsandboxed and sandboxed;
   bubblewrap alone (``/bin/true`` in the sandbox);
 - starting the grader process: ``import nbgrader.converters`` and the course's preprocessors;
 - each notebook's own grading time (the grader's ``Outcome.seconds``), sandbox off and on.
@@ -76,7 +75,7 @@ def make_course(notebooks: list[str]) -> Path:
         shutil.copy(REPO / "source" / "ch11" / f"{name}.ipynb", root / "source" / "ch11")
     shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
     _run([PYTHON, "-m", "lmpolicy_grader", "release"], root)
-    _run([PYTHON, "-c", "from lmpolicy_grader.examples import place_examples; place_examples('.')"], root)
+    _run([PYTHON, "-c", "from lmpolicy_grader.corpus.examples import place_examples; place_examples('.')"], root)
     for student in os.listdir(root / "submitted"):
         if student != "reference":
             shutil.rmtree(root / "submitted" / student)
@@ -127,30 +126,28 @@ async def _kernel_ready(manager, cwd: Path, code: str | None = None) -> tuple[fl
 def kernel_parts(cwd: Path) -> dict[str, float]:
     from jupyter_client.manager import AsyncKernelManager
 
-    from lmpolicy_grader.kernel import GradingKernelManager, TrustedKernelManager
+    from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
+    from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
 
     def timed(manager, code=None):
         return asyncio.run(_kernel_ready(manager, cwd, code))
 
     stock_ready, torch_import = timed(AsyncKernelManager(kernel_name="python3"), "import torch")
     timed(TrustedKernelManager())  # the zygote started (once per grader process), so what follows is the fork
-    trusted_ready, trusted_import = timed(TrustedKernelManager(), "import lmpolicy_grader.trusted_tests")
-    unforked_ready, _ = timed(TrustedKernelManager(forked=False), "import lmpolicy_grader.trusted_tests")
-    # as notebooks 01, 03 and 06 are graded: tests in the trusted kernel, so no tamper guard in this one
-    grading_off, _ = timed(GradingKernelManager(sandbox=False, tamper_guard=False))
-    grading_on, _ = timed(GradingKernelManager(sandbox=True, tamper_guard=False))
-    guarded_on, _ = timed(GradingKernelManager(sandbox=True, tamper_guard=True))
+    trusted_ready, trusted_import = timed(TrustedKernelManager(), "import lmpolicy_grader.trusted_tests.proxies")
+    unforked_ready, _ = timed(TrustedKernelManager(forked=False), "import lmpolicy_grader.trusted_tests.proxies")
+    grading_off, _ = timed(GradingKernelManager(sandbox=False))
+    grading_on, _ = timed(GradingKernelManager(sandbox=True))
     return {"stock kernel: start to ready": stock_ready, "stock kernel: import torch": torch_import,
             "trusted test kernel, forked from the running zygote: start to ready": trusted_ready,
             "trusted test kernel, not forked: start to ready (then its imports)": unforked_ready,
             "trusted test kernel: import trusted_tests (numpy, torch, lmpolicy)": trusted_import,
             "grading kernel, sandbox off: start to ready (call server imports torch)": grading_off,
-            "grading kernel, sandbox on: start to ready": grading_on,
-            "grading kernel, sandbox on, with the tamper guard: start to ready": guarded_on}
+            "grading kernel, sandbox on: start to ready": grading_on}
 
 
 def bwrap_alone(cwd: Path) -> float:
-    from lmpolicy_grader.sandbox import Sandbox
+    from lmpolicy_grader.isolation.sandbox import Sandbox
 
     box = Sandbox.create(cwd)
     try:
@@ -174,7 +171,7 @@ def main(s: Settings) -> None:
     notebooks = [n for n in s.notebooks.split(",") if n]
     print(f"machine: {os.cpu_count()} cores, {_cpu_model()}; notebooks: {', '.join(notebooks)}; "
           f"{s.rounds} rounds; load average {_load()}")
-    from lmpolicy_grader.cgroup import cgroup_problem
+    from lmpolicy_grader.isolation.cgroup import cgroup_problem
     root = make_course(notebooks)
     variants = {"no spares": configured(root, "c.GradingExecute.spare_kernels = False"),
                 "not forked": configured(root, "c.TrustedKernelManager.forked = False")}

@@ -44,6 +44,6 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_terminal_summary(terminalreporter):
     """Say whether the sandbox's control groups could be made here (their tests skip where not)."""
-    from lmpolicy_grader.cgroup import cgroup_problem
+    from lmpolicy_grader.isolation.cgroup import cgroup_problem
     problem = cgroup_problem()
     terminalreporter.write_line("sandbox control groups: " + ("made and tested" if problem is None else f"not here ({problem})"))

@@ -1,7 +1,8 @@
 """The instructor's side of the course: nbgrader glue, parallel grading, honest reports.
 
-`python -m lmpolicy_grader --help` lists the commands. The kernel-side tamper guard
-(`lmpolicy_grader.guard`) is imported inside grading kernels, so this package imports nothing heavy.
+`python -m lmpolicy_grader --help` lists the commands; docs/architecture.md maps the subpackages. The
+kernels import parts of it (``trusted_tests.call_server``, ``kernels.moving_in``), so this package
+itself imports nothing heavy.
 """
 import sys
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 
 if __name__ == "__main__":  # the command line: the local cluster's forkserver starts before the heavy imports below
-    from lmpolicy_grader.cluster import start_forkserver
+    from lmpolicy_grader.class_grading.cluster import start_forkserver
     start_forkserver(sys.argv[1:])
 
 import time
@@ -26,33 +26,18 @@ from typing import Annotated, Literal, Union
 
 import tyro
 
-from lmpolicy_grader.cluster import ClusterUnavailable
-from lmpolicy_grader.grading import ASSIGNMENT, grade_class, load_config, load_outcomes, submitted_students
-from lmpolicy_grader.sandbox import SandboxUnavailable
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.cluster import ClusterUnavailable
+from lmpolicy_grader.class_grading.grading import ASSIGNMENT, grade_class, load_config, load_outcomes, submitted_students
+from lmpolicy_grader.class_grading.release import release
+from lmpolicy_grader.isolation.sandbox import SandboxUnavailable
+from lmpolicy_grader.class_grading.status import Status
 
 _SANDBOX = {"course": None, "on": True, "off": False}
 
 
-def release(course_root: Path, assignment: str = ASSIGNMENT) -> None:
-    """nbgrader generate_assignment <assignment> --force, through nbgrader's API."""
-    from nbgrader.converters import GenerateAssignment
-    from nbgrader.coursedir import CourseDirectory
-
-    from lmpolicy_grader.gradebook import check_gradebook, gradebook_url
-
-    config = load_config(course_root)
-    check_gradebook(gradebook_url(config, course_root))  # a wrong URL says so here, not in nbgrader's traceback
-    coursedir = CourseDirectory(config=config, root=str(course_root))
-    coursedir.assignment_id = assignment
-    generate = GenerateAssignment(coursedir=coursedir, config=config)
-    generate.force = True
-    generate.start()
-
-
 def report(course_root: Path, assignment: str = ASSIGNMENT) -> str:
-    from lmpolicy_grader.examples import examples_in_class
-    from lmpolicy_grader.report import exercise_rows, format_report, write_csv
+    from lmpolicy_grader.corpus.examples import examples_in_class
+    from lmpolicy_grader.class_grading.report import exercise_rows, format_report, write_csv
 
     rows = exercise_rows(course_root, load_outcomes(course_root), assignment)
     write_csv(rows, course_root / "grades.csv")
@@ -66,7 +51,7 @@ def report(course_root: Path, assignment: str = ASSIGNMENT) -> str:
 def grade_examples(course_root: Path, workers: int | None = None, feedback: bool = True,
                    sandbox: bool | None = None, scheduler: str | None = None) -> None:
     """Make examples-course/ afresh (the example submissions' own course), grade it and print its report."""
-    from lmpolicy_grader.examples import EXAMPLES_COURSE, make_examples_course
+    from lmpolicy_grader.corpus.examples import EXAMPLES_COURSE, make_examples_course
     started = time.monotonic()
     print(f"the example submissions, in their own course {course_root / EXAMPLES_COURSE} ...")
     _grade_and_report(make_examples_course(course_root), None, workers, feedback, sandbox, started, scheduler)
@@ -74,7 +59,7 @@ def grade_examples(course_root: Path, workers: int | None = None, feedback: bool
 
 def _grade_and_report(course_root: Path, students: list[str] | None, workers: int | None, feedback: bool,
                       sandbox: bool | None, started: float, scheduler: str | None = None) -> None:
-    from lmpolicy_grader.gradebook import GradebookUnavailable
+    from lmpolicy_grader.class_grading.gradebook import GradebookUnavailable
     try:
         outcomes = grade_class(course_root, students=students, workers=workers, feedback=feedback, sandbox=sandbox,
                                scheduler=scheduler)
@@ -109,7 +94,7 @@ class Examples:
     grading_status.json, and the gradebook through `nbgrader db student remove --force`)"""
 
     def run(self, course_root: Path) -> None:
-        from lmpolicy_grader.examples import examples_in_class, remove_from_class
+        from lmpolicy_grader.corpus.examples import examples_in_class, remove_from_class
         if self.remove_from_class:
             found = examples_in_class(course_root)
             remove_from_class(course_root, found)
@@ -173,7 +158,7 @@ class InstallKernel:
     def run(self, course_root: Path) -> None:
         from jupyter_core.paths import jupyter_data_dir
 
-        from lmpolicy_grader.kernel import GradingKernelManager, install_grading_kernel
+        from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager, install_grading_kernel
         limits = GradingKernelManager(config=load_config(course_root))  # the defaults, or the course's
         kernel_dir = install_grading_kernel(self.prefix or Path(jupyter_data_dir()) / "kernels",
                                             memory_bytes=limits.memory_bytes, cpu_seconds=limits.cpu_seconds)
@@ -204,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     course_root = chosen.course.resolve()
     if not (course_root / "nbgrader_config.py").exists():
         sys.exit(f"{course_root} has no nbgrader_config.py: run this in the course folder or pass --course")
-    from lmpolicy_grader.gradebook import GradebookUnavailable
+    from lmpolicy_grader.class_grading.gradebook import GradebookUnavailable
     try:
         chosen.command.run(course_root)
     except GradebookUnavailable as error:

@@ -30,7 +30,7 @@ CORRECT_SOFTMAX = '''def softmax(logits, dim=-1):
 
 
 def the_pitfall():
-    from lmpolicy_grader.wrong_answers import WRONG_ANSWERS, Kind
+    from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS, Kind
 
     (wrong,) = [w for w in WRONG_ANSWERS if w.cell == ANSWER and w.kind == Kind.PITFALL
                 and w.names == "subtract the maximum"]

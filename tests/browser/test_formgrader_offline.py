@@ -21,9 +21,9 @@ import pytest
 from nbgrader.api import Gradebook
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.grading import grade_class, load_config, load_outcomes
-from lmpolicy_grader.report import exercise_rows, student_summaries
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.grading import grade_class, load_config, load_outcomes
+from lmpolicy_grader.class_grading.report import exercise_rows, student_summaries
+from lmpolicy_grader.class_grading.status import Status
 from tests.browser.conftest import ROOT, _serve
 from tests.lmpolicy_grader import tiny_course
 from tests.lmpolicy_grader.test_feedback_offline import WRITTEN

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.cluster import ALLOWED_FAILURES
-from lmpolicy_grader.grading import grade_class, load_outcomes
-from lmpolicy_grader.report import exercise_rows
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.cluster import ALLOWED_FAILURES
+from lmpolicy_grader.class_grading.grading import grade_class, load_outcomes
+from lmpolicy_grader.class_grading.report import exercise_rows
+from lmpolicy_grader.class_grading.status import Status
 from tests.deploy.hub import require
 from tests.lmpolicy_grader import tiny_course
 

@@ -115,7 +115,7 @@ def test_every_lmpolicy_variable_the_guide_sets_is_read_by_the_course():
 @pytest.mark.slow  # loads the course's nbgrader configuration (nbgrader, torch) in a fresh interpreter
 def test_the_course_configuration_takes_the_exchange_and_gradebook_from_the_environment(tmp_path):
     url = "postgresql+psycopg2://lm_policy:secret@db.example.org:5432/lm_policy"
-    probe = ("from pathlib import Path; from lmpolicy_grader.grading import load_config; "
+    probe = ("from pathlib import Path; from lmpolicy_grader.class_grading.grading import load_config; "
              f"c = load_config(Path({str(ROOT)!r})); print(c.Exchange.root); print(c.CourseDirectory.db_url)")
     env = {**os.environ, "LMPOLICY_EXCHANGE": str(tmp_path), "LMPOLICY_GRADEBOOK_URL": url}
     out = subprocess.run([sys.executable, "-c", probe], env=env, text=True, capture_output=True, check=True)
@@ -340,7 +340,7 @@ def test_z2jh_values_give_the_grader_alone_the_course_the_gradebook_and_the_sand
 
 
 def test_z2jh_grader_workers_and_storage_agree_on_volumes_paths_secret_and_retries():
-    from lmpolicy_grader.cluster import ALLOWED_FAILURES
+    from lmpolicy_grader.class_grading.cluster import ALLOWED_FAILURES
 
     config, documents = _z2jh_hook(), _grading_documents()
     claims = {doc["metadata"]["name"] for doc in yaml.safe_load_all(_text(Z2JH / "storage.yaml")) if doc}

@@ -27,8 +27,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmpolicy_grader.examples import as_handed_in, with_answers, written_answers
-from lmpolicy_grader.wrong_answers import WRONG_ANSWERS
+from lmpolicy_grader.corpus.examples import as_handed_in, with_answers, written_answers
+from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
 
 from .hub import (ASSIGNMENT, COURSE_ID, HUB_NOTEBOOKS, INSTRUCTOR, ROOT, STUDENTS, USERS, Hub, hub,  # noqa: F401
                   postgres_server, require, run_as, site)
@@ -276,7 +276,7 @@ def test_students_submit_and_the_instructor_collects_and_grades(hub, site, grade
         assert submissions[student]["code_score"] == pytest.approx(expected[student]), \
             f"{student}: the grader said\n" + _wrapped(graded["output"])
     # what the grader warns of itself reaches the instructor: here, that their account cannot make control groups
-    problem = run_as(INSTRUCTOR, "python", "-c", "from lmpolicy_grader.cgroup import cgroup_problem; "
+    problem = run_as(INSTRUCTOR, "python", "-c", "from lmpolicy_grader.isolation.cgroup import cgroup_problem; "
                      "print(cgroup_problem() or '')", check=True).stdout.strip()
     if problem:
         assert ("the grader warned while it graded:\n  - each sandbox's processes are limited one by one, not "
@@ -448,7 +448,7 @@ def test_a_server_killed_in_the_middle_of_a_submit_leaves_no_partial_submission_
     assert len(ok(hub.user_api(student, "GET", f"api/contents/{ASSIGNMENT}/data"), "data")["content"]) == 6000
 
     # stock nbgrader's collect would take the cut-off copy and delete the complete one for it; the
-    # instructor's collect (lmpolicy_grader/exchange.py, set in the course's nbgrader_config.py) skips it
+    # instructor's collect (lmpolicy_grader/class_grading/exchange.py, set in the course's nbgrader_config.py) skips it
     log = formgrader_action(hub, f"assignment/{ASSIGNMENT}/collect")["log"]
     assert f"Skipping {partial.name}" in log, log
     assert _submission_files(collected) == complete, (

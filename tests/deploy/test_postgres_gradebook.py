@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from lmpolicy_grader.gradebook import GradebookUnavailable, LOCK_FILE, check_gradebook, gradebook_url
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.gradebook import GradebookUnavailable, LOCK_FILE, check_gradebook, gradebook_url
+from lmpolicy_grader.class_grading.status import Status
 from tests.deploy.postgres_cluster import postgres_server  # noqa: F401  (the fixture)
 from tests.lmpolicy_grader import tiny_course
 
@@ -78,7 +78,7 @@ def auto_scores(grades: dict[str, tuple]) -> dict[str, float | None]:
 
 
 def grade(root: Path, students=None, workers=2):
-    from lmpolicy_grader.grading import grade_class
+    from lmpolicy_grader.class_grading.grading import grade_class
     return {o.student: o for o in grade_class(root, students=students, workers=workers, sandbox=False,
                                               log=lambda _: None)}
 
@@ -245,7 +245,7 @@ def test_the_right_url_and_sqlite_pass_the_check(postgres_server, tmp_path):
 
 
 def test_a_course_config_that_ignores_the_gradebook_variable_is_refused(tmp_path, monkeypatch, postgres_server):
-    from lmpolicy_grader.grading import load_config
+    from lmpolicy_grader.class_grading.grading import load_config
     # an instructor's own config, which never reads the variable: nbgrader would use its default SQLite file
     (tmp_path / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "lm-policy"\n')
     monkeypatch.setenv("LMPOLICY_GRADEBOOK_URL", postgres_server.url)
@@ -260,7 +260,7 @@ def test_a_course_config_that_ignores_the_gradebook_variable_is_refused(tmp_path
 
 @pytest.mark.slow
 def test_grading_stops_at_start_on_a_wrong_url(tmp_path, postgres_server):
-    from lmpolicy_grader.grading import grade_class
+    from lmpolicy_grader.class_grading.grading import grade_class
     url = postgres_server.new_database("stops_at_start")
     root = make_course(tmp_path, url, {"reference": "reference"})
     set_gradebook(root, postgres_server.url_for(database="stops_at_start", password="not-the-password"))
@@ -296,8 +296,8 @@ def _prepared_worker_adds(course_root: str, student: str, start=None) -> bool:
     Gradebook; returns whether the course's SQLite lock file was there while the Gradebook was open."""
     from nbgrader.api import Gradebook
 
-    from lmpolicy_grader.gradebook import prepare_worker
-    from lmpolicy_grader.grading import load_config
+    from lmpolicy_grader.class_grading.gradebook import prepare_worker
+    from lmpolicy_grader.class_grading.grading import load_config
     config = load_config(Path(course_root))
     prepare_worker(Path(course_root), config)
     if start is not None:
@@ -310,7 +310,7 @@ def _prepared_worker_adds(course_root: str, student: str, start=None) -> bool:
 def _bare_course(root: Path, url: str | None) -> Path:
     """The tiny course's folder and config (no release), its config read once here so that the worker
     processes forked from this one start with nbgrader and the course's preprocessors imported."""
-    from lmpolicy_grader.grading import load_config
+    from lmpolicy_grader.class_grading.grading import load_config
     tiny_course.make_course(root)
     if url is not None:
         set_gradebook(root, url)
@@ -361,8 +361,8 @@ def _through_restarts(course_root: str, url: str, restarted, go_on) -> dict:
     """In a prepared worker: one Gradebook used across a server restart, then a transaction cut by one."""
     from nbgrader.api import Gradebook
 
-    from lmpolicy_grader.gradebook import prepare_worker
-    from lmpolicy_grader.grading import load_config
+    from lmpolicy_grader.class_grading.gradebook import prepare_worker
+    from lmpolicy_grader.class_grading.grading import load_config
     prepare_worker(Path(course_root), load_config(Path(course_root)))
     seen = {}
     with Gradebook(url, COURSE_ID) as gradebook:
@@ -460,8 +460,8 @@ def _unclosed_gradebooks(course_root: str, url: str, prepared: bool, opened, cou
     """What nbgrader's preprocessors do once per notebook: open a Gradebook, use it, never close it."""
     from nbgrader.api import Gradebook
 
-    from lmpolicy_grader.gradebook import prepare_worker
-    from lmpolicy_grader.grading import load_config
+    from lmpolicy_grader.class_grading.gradebook import prepare_worker
+    from lmpolicy_grader.class_grading.grading import load_config
     if prepared:
         prepare_worker(Path(course_root), load_config(Path(course_root)))
     kept = []

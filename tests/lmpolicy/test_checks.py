@@ -345,7 +345,7 @@ def test_nbgrader_validate_shows_the_short_message_of_a_failing_check(tmp_path):
     import sys
 
     import nbformat
-    from lmpolicy_grader.wrong_answers import WRONG_ANSWERS, Kind
+    from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS, Kind
 
     (pitfall,) = [w for w in WRONG_ANSWERS if w.cell == "nb01_softmax__answer" and w.kind == Kind.PITFALL
                   and w.names == "subtract the maximum"]

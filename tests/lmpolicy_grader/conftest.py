@@ -6,7 +6,7 @@ import nbformat
 import pytest
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.grading import grade_class
+from lmpolicy_grader.class_grading.grading import grade_class
 
 from . import tiny_course
 from .grading_kernel import course_mid_grading
@@ -33,7 +33,7 @@ def tiny_class(tmp_path_factory):
 
 CH11_HOSTILE_STUDENT = "ch11_hostile"
 # notebook 07 of the reference with: task1a answered by importing lmpolicy's own implementation (no
-# credit), task1b wrong and lmpolicy.checks.check_close rebound (tampering: task1b scores 0).
+# credit), task1b wrong and lmpolicy.checks.check_close rebound (no effect on the trusted tests: task1b scores 0).
 CH11_HOSTILE_ANSWERS = {
     "task1a__response_logprobs": "from lmpolicy.tinylm.logprobs import response_logprobs",
     "task1b__sequence_logprob": ("from lmpolicy import checks\nchecks.check_close = lambda *args, **kwargs: None\n"
@@ -65,7 +65,7 @@ def ch11_class(tmp_path_factory, repo_root):
     """The real course graded once: reference, blank, the typical-mistake rounds, one hostile student."""
     import shutil
 
-    from lmpolicy_grader.examples import place_examples
+    from lmpolicy_grader.corpus.examples import place_examples
 
     root = tmp_path_factory.mktemp("ch11-course")
     (root / "source" / "ch11").mkdir(parents=True)

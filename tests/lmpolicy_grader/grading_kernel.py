@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from traitlets.log import get_logger
 
-from lmpolicy_grader import sandbox
-from lmpolicy_grader.kernel import GradingKernelManager
+from lmpolicy_grader.isolation import sandbox
+from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
 
 # What a hostile submission goes looking for, relative to the course root.
 COURSE_SECRETS = ["source/ch11/01_tiny.ipynb", "gradebook.db", "submitted/other/ch11/01_tiny.ipynb",

@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from lmpolicy_grader import cgroup, kernel, sandbox
+from lmpolicy_grader.isolation import cgroup, sandbox
+from lmpolicy_grader.kernels import grading_kernel as kernel
 
 from .grading_kernel import run_in_kernel
 

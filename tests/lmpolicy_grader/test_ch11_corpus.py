@@ -1,7 +1,7 @@
 """The graded-grader corpus on the real assignment ch11, graded once by the parallel grader.
 
 Expected outcomes come from the corpus itself: the reference earns every autograded point, the
-blank release none, each typical wrong answer (lmpolicy_grader.wrong_answers) costs its exercise's
+blank release none, each typical wrong answer (lmpolicy_grader.corpus.wrong_answers) costs its exercise's
 autograded points and no other exercise's, the hostile notebook 07 gets no credit for calling
 lmpolicy's own implementation and a tampering zero for rebinding a check helper, and a correct
 notebook 01 whose locked set-up cell was broken keeps every point.
@@ -13,12 +13,12 @@ from collections import defaultdict
 import pytest
 from nbgrader.api import Gradebook
 
-from lmpolicy_grader.examples import mistake_rounds
-from lmpolicy_grader.wrong_answers import WRONG_ANSWERS
-from lmpolicy_grader.grading import load_config
+from lmpolicy_grader.corpus.examples import mistake_rounds
+from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
+from lmpolicy_grader.class_grading.grading import load_config
 from lmpolicy.progress import exercise_key
-from lmpolicy_grader.report import exercise_rows
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.report import exercise_rows
+from lmpolicy_grader.class_grading.status import Status
 
 from .conftest import CH11_EDITED_SETUP_SOURCE, CH11_EDITED_SETUP_STUDENT, CH11_HOSTILE_STUDENT
 
@@ -107,8 +107,8 @@ def test_calling_the_library_earns_nothing_and_rebinding_a_check_changes_nothing
     outcome = next(o for o in outcomes if o.student == CH11_HOSTILE_STUDENT and o.notebook == "07_logprob_plumbing")
     rows = {r.exercise: r for r in exercise_rows(root, [outcome])}
     # the test cells run in the trusted process: rebinding check_close in the submission's kernel changes nothing
-    # there, so task1b scores what its wrong answer earns (0), graded, not flagged as tampering
-    assert rows["task1b"].status != Status.TAMPERING and rows["task1a"].status != Status.TAMPERING
+    # there, so task1b scores what its wrong answer earns (0), graded
+    assert rows["task1b"].status == Status.GRADED and rows["task1a"].status == Status.GRADED
 
 
 def test_a_broken_locked_setup_cell_is_put_back_and_costs_nothing(ch11_class):

@@ -14,11 +14,11 @@ import pytest
 from distributed import Client, LocalCluster
 from filelock import FileLock
 
-from lmpolicy_grader import cluster, grading
+from lmpolicy_grader.class_grading import cluster, grading
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.grading import STATUS_FILE, grade_class, notebook_lock
-from lmpolicy_grader.report import exercise_rows
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.grading import STATUS_FILE, grade_class, notebook_lock
+from lmpolicy_grader.class_grading.report import exercise_rows
+from lmpolicy_grader.class_grading.status import Status
 
 from . import tiny_course
 
@@ -120,7 +120,7 @@ def test_a_notebook_being_graded_elsewhere_waits_for_its_lock(tmp_path):
 
 def _count_course_loads():
     """Installed in each worker before grading: count how often the course config is read."""
-    from lmpolicy_grader import grading as in_worker
+    from lmpolicy_grader.class_grading import grading as in_worker
     original = in_worker.load_config
     in_worker.LOADS = 0
 
@@ -131,8 +131,8 @@ def _count_course_loads():
 
 
 def _loads_and_gradebook():
-    from lmpolicy_grader import gradebook
-    from lmpolicy_grader import grading as in_worker
+    from lmpolicy_grader.class_grading import gradebook
+    from lmpolicy_grader.class_grading import grading as in_worker
     return in_worker.LOADS, sorted(gradebook._prepared)
 
 

@@ -9,11 +9,11 @@ import nbformat
 import pytest
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.examples import NO_EXAMPLE_ANSWER, mistake_rounds, place_examples, written_answers
-from lmpolicy_grader.grading import grade_class
-from lmpolicy_grader.status import Status
-from lmpolicy_grader.written_answers import QUALITIES, WRITTEN_ANSWERS
-from lmpolicy_grader.wrong_answers import WRONG_ANSWERS
+from lmpolicy_grader.corpus.examples import NO_EXAMPLE_ANSWER, mistake_rounds, place_examples, written_answers
+from lmpolicy_grader.class_grading.grading import grade_class
+from lmpolicy_grader.class_grading.status import Status
+from lmpolicy_grader.corpus.written_answers import QUALITIES, WRITTEN_ANSWERS
+from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
 
 from . import tiny_course
 from .conftest import committed_notebooks

@@ -10,9 +10,9 @@ from nbgrader.exchange import ExchangeFactory
 from nbgrader.exchange.default import submit as default_submit
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.grading import grade_class, load_config
-from lmpolicy_grader.report import exercise_rows
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.grading import grade_class, load_config
+from lmpolicy_grader.class_grading.report import exercise_rows
+from lmpolicy_grader.class_grading.status import Status
 
 from . import tiny_course
 

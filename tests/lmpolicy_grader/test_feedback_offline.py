@@ -12,7 +12,7 @@ from urllib.request import url2pathname
 import pytest
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.grading import grade_class
+from lmpolicy_grader.class_grading.grading import grade_class
 
 from . import tiny_course
 

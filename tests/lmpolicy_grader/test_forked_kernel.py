@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 from traitlets.log import get_logger
 
-from lmpolicy_grader import forked_kernel
-from lmpolicy_grader.kernel import DEFAULT_MEMORY_BYTES, TrustedKernelManager
+from lmpolicy_grader.kernels import forked as forked_kernel
+from lmpolicy_grader.kernels.grading_kernel import DEFAULT_MEMORY_BYTES
+from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
 
 from .grading_kernel import logged_messages
 
@@ -209,8 +210,8 @@ def test_the_zygote_and_its_kernels_end_with_the_grader_process(tmp_path):
     """A grader killed without a word (a Dask worker killed with -9) leaves no trusted kernel behind."""
     grader = textwrap.dedent(f"""
         import asyncio, json, os
-        from lmpolicy_grader.kernel import TrustedKernelManager
-        from lmpolicy_grader import forked_kernel
+        from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
+        from lmpolicy_grader.kernels import forked as forked_kernel
         async def main():
             km = TrustedKernelManager()
             await km.start_kernel(cwd={str(tmp_path)!r})
@@ -257,7 +258,7 @@ def test_a_fork_of_the_grader_forks_its_kernels_from_a_zygote_of_its_own(tmp_pat
     is not its child, so to it that zygote has ended)."""
     grader = textwrap.dedent(f"""
         import asyncio, json, os
-        from lmpolicy_grader.kernel import TrustedKernelManager
+        from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
         async def kernels_parent():
             km = TrustedKernelManager()
             await km.start_kernel(cwd={str(tmp_path)!r})
@@ -308,7 +309,7 @@ def _start_a_zygote_that_ends(zygote) -> None:
 def test_without_the_provisioner_installed_the_kernel_starts_from_its_command_line(tmp_path, monkeypatch):
     """A course run from a checkout that pip never installed has no ``lmpolicy-forked`` entry point: its
     trusted kernels start as before, and grading says once why, instead of failing every notebook."""
-    from lmpolicy_grader import kernel
+    from lmpolicy_grader.kernels import grading_kernel as kernel
 
     monkeypatch.setattr(kernel, "provisioner_installed", lambda: False)
     monkeypatch.setattr(kernel, "_warned", set())

@@ -19,10 +19,10 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from lmpolicy_grader import sandbox
+from lmpolicy_grader.isolation import sandbox
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.grading import grade_class, load_config
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.grading import grade_class, load_config
+from lmpolicy_grader.class_grading.status import Status
 
 from . import tiny_course
 

@@ -24,12 +24,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmpolicy_grader import sandbox
+from lmpolicy_grader.isolation import sandbox
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.examples import as_handed_in, written_answers
-from lmpolicy_grader.grading import grade_class
-from lmpolicy_grader.preprocessors.incidents import Incident
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.corpus.examples import as_handed_in, written_answers
+from lmpolicy_grader.class_grading.grading import grade_class
+from lmpolicy_grader.incidents import Incident
+from lmpolicy_grader.class_grading.status import Status
 
 from .test_ch11_corpus import _autograded
 from .grading_kernel import process_uid, uid_pool
@@ -509,7 +509,7 @@ def test_a_fork_bomb_stops_at_the_process_cap(hostile_class):
 
 def test_a_memory_bomb_stops_at_the_memory_limit(hostile_class):
     root, outcomes, _, _ = hostile_class
-    from lmpolicy_grader.kernel import DEFAULT_MEMORY_BYTES
+    from lmpolicy_grader.kernels.grading_kernel import DEFAULT_MEMORY_BYTES
     outcome = outcomes[("i_memory_bomb", NOTEBOOK)]
     assert outcome.status in (Status.GRADED, Status.FAILED)
     seen = _report(root, "i_memory_bomb")

@@ -14,10 +14,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmpolicy_grader import kernel_pool, sandbox
+from lmpolicy_grader.isolation import sandbox
+from lmpolicy_grader.kernels import spares as kernel_pool
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.grading import grade_unit, worker_config
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.grading import grade_unit, worker_config
+from lmpolicy_grader.class_grading.status import Status
 
 from . import tiny_course
 
@@ -154,7 +155,7 @@ def test_no_spare_starts_when_no_next_notebook_is_expected(course):
 def test_a_spare_that_cannot_start_costs_the_next_notebook_its_head_start_never_this_notebook(course, monkeypatch):
     """A spare's start that fails (here: its kernel started, then the machine ran out of processes) leaves the
     notebook being graded GRADED, stops what the spare had started, and the next notebook starts its own."""
-    from lmpolicy_grader.kernel import GradingKernelManager
+    from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
 
     started = GradingKernelManager.start_for_a_later_notebook
 

@@ -17,9 +17,9 @@ import pytest
 from nbgrader.api import Gradebook
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.grading import grade_class, load_config, load_outcomes
-from lmpolicy_grader.report import exercise_rows, format_report, student_summaries
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.grading import grade_class, load_config, load_outcomes
+from lmpolicy_grader.class_grading.report import exercise_rows, format_report, student_summaries
+from lmpolicy_grader.class_grading.status import Status
 
 from . import tiny_course
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmpolicy_grader import sandbox
+from lmpolicy_grader.isolation import sandbox
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.grading import grade_class
-from lmpolicy_grader.report import exercise_rows
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.grading import grade_class
+from lmpolicy_grader.class_grading.report import exercise_rows
+from lmpolicy_grader.class_grading.status import Status
 
 from . import tiny_course
 from .grading_kernel import COURSE_SECRETS, process_uid, run_in_kernel, started, uid_pool

@@ -13,9 +13,9 @@ import pytest
 from nbgrader.api import Gradebook
 
 from lmpolicy_grader.__main__ import release, report
-from lmpolicy_grader.grading import grade_class, load_config, load_outcomes
-from lmpolicy_grader.report import exercise_rows
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.grading import grade_class, load_config, load_outcomes
+from lmpolicy_grader.class_grading.report import exercise_rows
+from lmpolicy_grader.class_grading.status import Status
 
 from . import tiny_course
 
@@ -41,8 +41,6 @@ def test_hostile_submission_gets_its_expected_outcome(tiny_class, student):
         return
     assert {ex: rows[ex].score for ex in expected_scores} == expected_scores
     assert rows["ex3"].status == Status.PENDING and rows["ex3"].score is None
-    tampered = tiny_course.TAMPERED.get(student)
-    assert [ex for ex, row in rows.items() if row.status == Status.TAMPERING] == ([tampered] if tampered else [])
 
 
 def test_blank_release_scores_zero_on_every_part(tiny_class):
@@ -98,10 +96,12 @@ def _text(page: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
-def test_feedback_names_the_tampering(tiny_class):
+def test_feedback_of_a_rebinding_shows_the_wrong_answer_not_the_rebinding(tiny_class):
     root, _ = tiny_class
     html = _feedback(root, "monkeypatch")
-    assert "TamperingDetected" in html and "numpy.allclose was rebound" in html
+    # the rebound numpy.allclose and check_close live in the submission's kernel; the tests, in their own,
+    # call the wrong double and say so
+    assert "TamperingDetected" not in html and "double is off at index (1,): expected 4, got 2" in html
 
 
 def test_output_flood_is_cut_while_streaming(tiny_class):

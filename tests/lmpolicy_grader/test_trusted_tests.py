@@ -24,9 +24,9 @@ from jupyter_client.manager import KernelManager
 from nbgrader.api import Gradebook
 
 from lmpolicy import checks
-from lmpolicy_grader import channel, trusted_tests
-from lmpolicy_grader.kernel import KERNEL_NAME, install_grading_kernel
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.trusted_tests import codec as channel, proxies as trusted_tests
+from lmpolicy_grader.kernels.grading_kernel import KERNEL_NAME, install_grading_kernel
+from lmpolicy_grader.class_grading.status import Status
 
 # --- the safe form -------------------------------------------------------------------------------------
 
@@ -320,7 +320,7 @@ STUDENTS = ("reference", "blank", "mistakes")
 
 def _course(root, repo_root, trusted: bool):
     from lmpolicy_grader.__main__ import release
-    from lmpolicy_grader.examples import place_examples
+    from lmpolicy_grader.corpus.examples import place_examples
 
     (root / "source" / "ch11").mkdir(parents=True)
     for name in GRADED_NOTEBOOKS:
@@ -335,7 +335,7 @@ def _course(root, repo_root, trusted: bool):
 
 
 def _scores(root) -> dict:
-    from lmpolicy_grader.grading import load_config
+    from lmpolicy_grader.class_grading.grading import load_config
 
     config = load_config(root)
     found = defaultdict(dict)
@@ -350,7 +350,7 @@ def _scores(root) -> dict:
 
 @pytest.fixture(scope="module")
 def both_ways(tmp_path_factory, repo_root):
-    from lmpolicy_grader.grading import grade_class
+    from lmpolicy_grader.class_grading.grading import grade_class
 
     results = {}
     for trusted in (True, False):
@@ -368,7 +368,7 @@ def test_the_reference_earns_every_point_with_tests_in_the_trusted_process(both_
     nb = nbformat.read(root / "autograded" / "reference" / "ch11" / "01_policy_softmax.ipynb", as_version=4)
     tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
     assert tests and not any(o.output_type == "error" for c in tests for o in c.outputs)
-    from lmpolicy_grader.grading import load_config
+    from lmpolicy_grader.class_grading.grading import load_config
     config = load_config(root)
     with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gradebook:
         for name in GRADED_NOTEBOOKS:
@@ -394,7 +394,7 @@ def test_every_example_scores_what_it_scores_with_tests_in_the_grading_kernel(bo
 def test_a_test_of_a_function_the_submission_lacks_says_why_in_the_feedback(tmp_path, answer, says):
     """In the trusted kernel the test's NameError names the student's function and what to do about it."""
     from lmpolicy_grader.__main__ import release
-    from lmpolicy_grader.grading import grade_unit, worker_config
+    from lmpolicy_grader.class_grading.grading import grade_unit, worker_config
 
     from . import tiny_course
 

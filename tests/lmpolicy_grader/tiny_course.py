@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.status import Status
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOK = "01_tiny"
@@ -181,4 +181,4 @@ HOSTILE = {
                                         "checks.check_close.__code__ = (lambda *a, **k: None).__code__\n"
                                         "def square(x):\n    return x")), {"ex1": 2, "ex2": 0}, Status.GRADED, ""),
 }
-TAMPERED = {"monkeypatch": "ex1", "code_swap": "ex2"}
+

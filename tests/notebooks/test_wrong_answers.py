@@ -11,7 +11,7 @@ import pytest
 
 from .notebook_tools import (CHECK_ERRORS, HIDDEN_TESTS, NOTEBOOK_NAMES, SOURCE_DIR, client, exercise_key, grade_id,
                              is_autograded_test, is_code_answer, kernel_env, read, run_cell)
-from lmpolicy_grader.wrong_answers import WRONG_ANSWERS, Kind
+from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS, Kind
 
 CORPUS_NOTEBOOKS = sorted({wrong.notebook for wrong in WRONG_ANSWERS} & set(NOTEBOOK_NAMES))
 
@@ -26,7 +26,7 @@ AUTOGRADED = [(name, key) for name in NOTEBOOK_NAMES for key in autograded_exerc
 @pytest.mark.parametrize("name,key", AUTOGRADED, ids=[key for _, key in AUTOGRADED])
 def test_every_autograded_exercise_has_a_wrong_answer(name, key):
     assert any(w.notebook == name and w.exercise == key for w in WRONG_ANSWERS), \
-        f"no typical wrong answer for {key} in lib/lmpolicy_grader/wrong_answers/nb{name[:2]}.py"
+        f"no typical wrong answer for {key} in lib/lmpolicy_grader/corpus/wrong_answers/nb{name[:2]}.py"
 
 
 @pytest.mark.parametrize("wrong", WRONG_ANSWERS, ids=[f"{w.cell}:{i}" for i, w in enumerate(WRONG_ANSWERS)])
@@ -87,7 +87,7 @@ def test_every_wrong_answer_is_tagged_pitfall_or_breadth(wrong):
 @pytest.mark.parametrize("name,key", AUTOGRADED, ids=[key for _, key in AUTOGRADED])
 def test_every_autograded_exercise_has_a_pitfall(name, key):
     assert any(w.notebook == name and w.exercise == key for w in PITFALLS), \
-        f"no pitfall for {key} in lib/lmpolicy_grader/wrong_answers/nb{name[:2]}.py"
+        f"no pitfall for {key} in lib/lmpolicy_grader/corpus/wrong_answers/nb{name[:2]}.py"
 
 
 def visible_only(cell):

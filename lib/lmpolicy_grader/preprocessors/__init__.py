@@ -3,16 +3,17 @@
 - ``DeduplicateGradeIds`` (sanitizing): a duplicated cell no longer fails the whole notebook.
 - ``RestoreDeletedCells`` (sanitizing): deleted cells, except answers, come back where the release had them.
 - ``GradingExecute`` (autograding): stock ``Execute`` in the limited kernel, with timeouts, a time
-  budget, an output cap, the tamper guard before each test cell, and a clear reason when it fails.
+  budget, an output cap and a clear reason when it fails; the test cells in a trusted kernel
+  (``trusted_tests.runner``).
 - ``SaveAutoGradesWhole`` (autograding): stock ``SaveAutoGrades`` in one transaction per notebook.
 - ``HideHiddenTests`` (feedback): no hidden test, nor its lines, in the feedback.
 
-What went wrong while grading is appended to ``INCIDENTS`` (``incidents``) for the grader's report.
+What went wrong while grading is appended to ``INCIDENTS`` (``lmpolicy_grader.incidents``) for the grader's report.
 """
 from lmpolicy_grader.preprocessors.deduplicate_grade_ids import DeduplicateGradeIds
 from lmpolicy_grader.preprocessors.grading_execute import GradingExecute
 from lmpolicy_grader.preprocessors.hide_hidden_tests import HideHiddenTests
-from lmpolicy_grader.preprocessors.incidents import INCIDENTS, GradingFailed, Incident
+from lmpolicy_grader.incidents import INCIDENTS, GradingFailed, Incident
 from lmpolicy_grader.preprocessors.restore_deleted_cells import RestoreDeletedCells
 from lmpolicy_grader.preprocessors.save_auto_grades_whole import SaveAutoGradesWhole
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nbgrader.preprocessors import DeduplicateIds
 
-from lmpolicy_grader.preprocessors.incidents import Incident, note
+from lmpolicy_grader.incidents import Incident, note
 
 
 class DeduplicateGradeIds(DeduplicateIds):

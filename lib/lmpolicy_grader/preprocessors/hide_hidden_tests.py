@@ -4,7 +4,7 @@ A failing test cell's traceback depends on which part failed (``GradingExecute``
 that raised). A hidden test: the traceback becomes its message and a note that a hidden test failed,
 so the student learns what was wrong without seeing the test. A visible check: its traceback stays
 (the student can read and rerun that check), minus any line of the hidden tests it may quote. An
-error that no test line raised (the tamper guard's verdict, a timeout): its message alone.
+error that no test line raised (a submission out of reach, a timeout): its message alone.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from traitlets import Unicode
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests
 
-from lmpolicy_grader.preprocessors.grading_execute import failed_line
+from lmpolicy_grader.cells import failed_line
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -38,7 +38,7 @@ class HideHiddenTests(ClearHiddenTests):
         for output in cell.get("outputs", []):
             if output.output_type != "error":
                 continue
-            if line is None:  # not a test that raised (tampering found, a timeout): its message only
+            if line is None:  # not a test that raised (the submission out of reach, a timeout): its message only
                 output.traceback = [f"{output.ename}: {output.evalue}"]
             elif line in hidden_lines:
                 output.traceback = [f"{output.ename}: {output.evalue}", self.hidden_failure_note]

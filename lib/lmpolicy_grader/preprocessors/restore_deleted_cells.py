@@ -14,7 +14,7 @@ from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from lmpolicy_grader.preprocessors.incidents import Incident, note
+from lmpolicy_grader.incidents import Incident, note
 
 
 def _release_cells(root: str, assignment: str, notebook: str) -> list:

@@ -8,10 +8,11 @@ import nbformat
 import pytest
 from traitlets.config import Config
 
-from lmpolicy_grader.kernel import GradingKernelManager, TrustedKernelManager
+from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
+from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
 from lmpolicy_grader.preprocessors import grading_execute
 from lmpolicy_grader.preprocessors.grading_execute import GradingExecute
-from lmpolicy_grader.preprocessors.incidents import GradingFailed
+from lmpolicy_grader.incidents import GradingFailed
 
 DIE_AT_START = [sys.executable, "-c", "raise SystemExit(3)"]
 

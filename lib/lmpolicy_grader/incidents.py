@@ -15,7 +15,6 @@ class Incident(StrEnum):
     FAILED = "failed"              # the notebook could not be graded (the GradingFailed reason)
     RESTORED = "restored"          # a deleted cell was put back
     DUPLICATE = "duplicate"        # a duplicated cell lost its grade id
-    TAMPERING = "tampering"        # an exercise's tests met rebound functions
     CELL_TIMEOUT = "cell timeout"  # a cell ran past its timeout and was interrupted
     OUTPUT_CUT = "output cut"      # a cell printed past the output cap
 

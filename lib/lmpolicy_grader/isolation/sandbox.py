@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from lmpolicy_grader.cgroup import SandboxCgroup
+from lmpolicy_grader.isolation.cgroup import SandboxCgroup
 
 # Enough for a kernel's threads (torch, ZMQ, IPython) with a wide margin; a fork bomb stops here.
 DEFAULT_MAX_PROCESSES = 256
@@ -65,7 +65,7 @@ WORK_FOLDER = "/home/student/notebook"
 COPY_STAGED_FILES = ("cp", "-R", "--", f"{STAGED_FILES}/.", ".")
 # Files and folders of lmpolicy_grader that no grading kernel imports and that quote the solutions
 # (a wrong answer is the solution with one mistake, a good written answer is a model answer).
-GRADER_DATA = ("wrong_answers", "written_answers.py")
+GRADER_DATA = ("corpus",)
 
 ENABLE_HELP = (
     "The grading kernel runs in a bubblewrap sandbox so that a submission cannot read the course's "

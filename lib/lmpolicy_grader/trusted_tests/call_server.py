@@ -32,7 +32,7 @@ from collections import OrderedDict
 import torch
 
 from lmpolicy import checks  # imported before any submitted code runs, like everything here
-from lmpolicy_grader import channel
+from lmpolicy_grader.trusted_tests import codec as channel
 
 TARGET = "lmpolicy_grader.calls"
 IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
@@ -173,6 +173,6 @@ def _describe(error: BaseException) -> dict:
 def load_ipython_extension(shell) -> None:
     kernel = getattr(shell, "kernel", None)
     if kernel is None or not hasattr(kernel, "comm_manager"):
-        print("lmpolicy_grader.call_server: not in a Jupyter kernel, no channel", file=sys.stderr)
+        print("lmpolicy_grader.trusted_tests.call_server: not in a Jupyter kernel, no channel", file=sys.stderr)
         return
     kernel.comm_manager.register_target(TARGET, CallServer(shell).on_open)

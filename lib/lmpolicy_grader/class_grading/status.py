@@ -7,14 +7,13 @@ from enum import StrEnum
 class Status(StrEnum):
     """How one notebook (in the grader's outcomes), one exercise, or one student (in the reports) came out.
 
-    Notebooks and exercises: GRADED, PENDING, TAMPERING, FAILED, MISSING. A student's whole assignment
+    Notebooks and exercises: GRADED, PENDING, FAILED, MISSING. A student's whole assignment
     (class summary, ``grades.csv`` totals, ``nbgrader export``) says what is still open, worst first:
     FAILED, NOTEBOOKS_MISSING, PENDING_GRADING, else COMPLETE; MISSING when nothing was submitted.
     """
 
     GRADED = "graded"              # autograded, nothing waiting
     PENDING = "pending manual"     # an answer waits for the instructor in formgrader
-    TAMPERING = "tampering"        # the tests met a notebook that rebound what they rely on: 0, with the reason
     FAILED = "FAILED"              # could not be graded: no score (never 0), and the reason
     MISSING = "missing"            # not submitted
     # a student's assignment as a whole

@@ -9,10 +9,10 @@ Example students left in a real class by an older version are removed with ``rem
 
 - ``reference``: the release with the source's solutions in the answer cells (as a student who solved
   everything hands it in: no solution markers, no hidden tests): full marks on every autograded part,
-  and a good answer, in a student's words, in every written cell (``lmpolicy_grader.written_answers``).
+  and a good answer, in a student's words, in every written cell (``lmpolicy_grader.corpus.written_answers``).
 - ``blank``: the release as a student receives it: zero on every autograded part.
 - ``mistakes``, ``mistakes-2``, ...: the reference with the typical wrong answers of
-  ``lmpolicy_grader.wrong_answers`` put into the answer cells, at most one per exercise and
+  ``lmpolicy_grader.corpus.wrong_answers`` put into the answer cells, at most one per exercise and
   submission, so each exercise with a wrong answer loses its points and no other exercise does
   (``mistakes`` holds every notebook; ``mistakes-2`` ... only the notebooks their answers touch).
   Their written cells hold the partial answers (``mistakes``) or the wrong ones (``mistakes-2`` ...),
@@ -30,15 +30,15 @@ from pathlib import Path
 
 import nbformat
 
-from lmpolicy_grader.grading import ASSIGNMENT, STATUS_FILE, load_outcomes_raw, submitted_students
-from lmpolicy_grader.written_answers import QUALITIES, WRITTEN_ANSWERS
-from lmpolicy_grader.wrong_answers import WRONG_ANSWERS
+from lmpolicy_grader.class_grading.grading import ASSIGNMENT, STATUS_FILE, load_outcomes_raw, submitted_students
+from lmpolicy_grader.corpus.written_answers import QUALITIES, WRITTEN_ANSWERS
+from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
 
 EXAMPLES_COURSE = "examples-course"
 _EXAMPLE_ID = re.compile(r"(reference|blank|mistakes(-\d+)?)")
 # A written cell of a course other than ch11 (the tests' tiny course) has no example answers: it gets this
 # text, never the mark scheme. tests/lmpolicy_grader/test_examples.py checks that every ch11 cell has them.
-NO_EXAMPLE_ANSWER = "(An example student's answer: lmpolicy_grader.written_answers has none for this question.)"
+NO_EXAMPLE_ANSWER = "(An example student's answer: lmpolicy_grader.corpus.written_answers has none for this question.)"
 # nbgrader's default solution delimiters (ClearSolutions.begin_solution_delimeter, end_...), on a line of their own
 _SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)
 
@@ -152,7 +152,7 @@ def place_examples(course_root: Path, assignment: str = ASSIGNMENT) -> list[str]
 def make_examples_course(course_root: Path, assignment: str = ASSIGNMENT) -> Path:
     """A fresh ``examples-course/`` in ``course_root``: the course's config and source, released, with the
     example submissions in its ``submitted/``. Returns its folder (grade it as a course of its own)."""
-    from lmpolicy_grader.__main__ import release
+    from lmpolicy_grader.class_grading.release import release
 
     course_root = Path(course_root).resolve()
     examples_root = course_root / EXAMPLES_COURSE

@@ -4,7 +4,7 @@ Stock nbgrader writes one row per student and assignment with the gradebook's sc
 could not be graded (invalid JSON, a kernel that died, a timeout) simply adds 0 to it. This exporter
 writes the same columns and two more:
 
-* ``status``: what is still open, worst first (``lmpolicy_grader.report.student_summaries``):
+* ``status``: what is still open, worst first (``lmpolicy_grader.class_grading.report.student_summaries``):
   ``FAILED``, ``notebooks missing``, ``pending manual grading``, ``complete``; ``missing`` when nothing
   was submitted. Only ``complete`` rows are final grades.
 * ``open``: in words, what keeps the row from being complete (which notebooks failed or are missing,
@@ -28,9 +28,9 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 
-from lmpolicy_grader.grading import Outcome, load_outcomes
-from lmpolicy_grader.report import exercise_rows, failed_advice, student_summaries
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.grading import Outcome, load_outcomes
+from lmpolicy_grader.class_grading.report import exercise_rows, failed_advice, student_summaries
+from lmpolicy_grader.class_grading.status import Status
 
 DEFAULT_DESTINATION = "nbgrader_export.csv"
 

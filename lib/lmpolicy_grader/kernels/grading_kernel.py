@@ -1,13 +1,12 @@
-"""The grading kernel (an IPython kernel under memory and CPU-time limits, one thread, in the
-sandbox) and the trusted test kernel beside it.
+"""The grading kernel: an IPython kernel under memory and CPU-time limits, one thread, in the sandbox.
 
 The grading kernel's command line is the stock ipykernel's wrapped in ``prlimit`` (util-linux):
 
     prlimit --as=<bytes> --cpu=<seconds> -- python -m ipykernel_launcher -f {connection_file}
-            --ext=lmpolicy_grader.call_server [--ext=lmpolicy_grader.guard]
+            --ext=lmpolicy_grader.trusted_tests.call_server --ext=lmpolicy_grader.kernels.moving_in
 
 ``call_server`` answers the trusted tests' channel (registered before any submitted code runs);
-the in-process tamper guard is loaded only for a notebook whose tests still run in this kernel.
+``moving_in`` gives a kernel started ahead of its notebook that notebook's folder.
 
 ``--as`` caps the address space, so a memory bomb gets a MemoryError instead of taking the machine;
 ``--cpu`` kills a kernel that burns more CPU seconds than any honest notebook needs. BLAS, OpenMP
@@ -16,11 +15,6 @@ and torch get one thread each, so N parallel kernels use N cores and no more.
 GradingKernelManager runs that command in a sandbox (``sandbox.py``: no view of the course, no
 network, a process cap, bounded scratch space), talking to the kernel over ZMQ ipc sockets in the
 sandbox's private folder; ``sandbox = False`` turns it off.
-
-TrustedKernelManager starts the kernel that runs a notebook's test cells: a plain ipykernel of
-the grader's own Python, unsandboxed (it runs only the instructor's code), which reaches the
-submission only through the channel (``trusted_tests.py``). It is forked from a process that has
-already imported torch (``forked_kernel.py``), and talks over ZMQ ipc sockets in its own folder.
 """
 from __future__ import annotations
 
@@ -28,21 +22,18 @@ import json
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
-from queue import Empty
 
-from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, DottedObjectName, Float, Int
 
-from lmpolicy_grader.cgroup import cgroup_problem
-from lmpolicy_grader.forked_kernel import PRELOAD, PROVISIONER_NAME, ZYGOTE, provisioner_installed
-from lmpolicy_grader.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox,
+from lmpolicy_grader.isolation.cgroup import cgroup_problem
+from lmpolicy_grader.isolation.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox,
                                      require_sandbox)
 
 KERNEL_NAME = "lmpolicy-grader"
+MOVING_IN = "lmpolicy_grader.kernels.moving_in"
 ONE_THREAD = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                      "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
 # The course's limits (nbgrader_config.py may change them): no honest ch11 notebook comes near either.
@@ -51,15 +42,16 @@ DEFAULT_CPU_SECONDS = 600
 
 
 def grading_kernel_spec(memory_bytes: int = DEFAULT_MEMORY_BYTES, cpu_seconds: int = DEFAULT_CPU_SECONDS,
-                        python: str = sys.executable, tamper_guard: bool = True) -> dict:
+                        python: str = sys.executable) -> dict:
     """The kernel.json of the grading kernel, as a dict."""
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         raise RuntimeError("the grading kernel needs `prlimit` (Debian/Ubuntu package util-linux) on PATH")
     return {
         "argv": [prlimit, f"--as={memory_bytes}", f"--cpu={cpu_seconds}", "--",
-                 python, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--ext=lmpolicy_grader.call_server",
-                 *(["--ext=lmpolicy_grader.guard"] if tamper_guard else []), "--IPKernelApp.log_level=ERROR"],
+                 python, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--ext=lmpolicy_grader.trusted_tests.call_server",
+                 f"--ext={MOVING_IN}",
+                 "--IPKernelApp.log_level=ERROR"],
         "display_name": "Python 3 (lmpolicy grader, limited)",
         "language": "python",
         "env": dict(ONE_THREAD, MPLBACKEND="Agg"),
@@ -78,7 +70,7 @@ def install_grading_kernel(prefix_dir: Path, **limits) -> Path:
 _warned: set[str] = set()
 
 
-def _warn_once(log, message: str) -> None:
+def warn_once(log, message: str) -> None:
     if message not in _warned:
         _warned.add(message)
         log.warning(message)
@@ -87,7 +79,7 @@ def _warn_once(log, message: str) -> None:
 class GradingKernelManager(AsyncKernelManager):
     """Starts the grading kernel whatever kernelspec a notebook names (none needs installing)."""
 
-    client_class = DottedObjectName("lmpolicy_grader.kernel.ReadyKernelClient")
+    client_class = DottedObjectName("lmpolicy_grader.kernels.ready_client.ReadyKernelClient")
 
     memory_bytes = Int(DEFAULT_MEMORY_BYTES, help="address-space limit of the kernel (bytes)").tag(config=True)
     cpu_seconds = Int(DEFAULT_CPU_SECONDS, help="CPU-time limit of the kernel (seconds)").tag(config=True)
@@ -101,8 +93,6 @@ class GradingKernelManager(AsyncKernelManager):
                              "(not root), grading warns once and the per-process limits stand alone").tag(config=True)
     cpu_cores = Float(1.0, help="CPU cores a sandbox may use at once, however many processes it runs "
                                 "(the grading kernel runs one thread)").tag(config=True)
-    tamper_guard = Bool(True, help="load the in-process tamper guard (GradingExecute turns it off for a "
-                                   "notebook whose tests run in the trusted process)")
 
     _sandbox: Sandbox | None = None
     _awaiting_notebook = False  # started before its notebook was known (kernel_pool): move_in comes later
@@ -110,7 +100,7 @@ class GradingKernelManager(AsyncKernelManager):
     @property
     def kernel_spec(self):
         if self._kernel_spec is None:
-            spec = grading_kernel_spec(self.memory_bytes, self.cpu_seconds, tamper_guard=self.tamper_guard)
+            spec = grading_kernel_spec(self.memory_bytes, self.cpu_seconds)
             if self.sandbox:  # a signal would reach bwrap, not the kernel: interrupt over the control channel
                 spec["interrupt_mode"] = "message"
             self._kernel_spec = KernelSpec(resource_dir="", **spec)
@@ -133,16 +123,17 @@ class GradingKernelManager(AsyncKernelManager):
         showing it (a course inside the Python installation)?"""
         return self._awaiting_notebook and not (self._sandbox is not None and self._sandbox.shows(notebook_dir))
 
-    async def move_in(self, notebook_dir: Path) -> str | None:
+    async def move_in(self, notebook_dir: Path) -> dict | None:
         """Before the first cell of a kernel started for a later notebook: close its sockets folder,
-        stage ``notebook_dir``'s files, and return the code the kernel runs to take them (None: nothing to take)."""
+        stage ``notebook_dir``'s files, and return the arguments of ``moving_in.take_files`` that
+        give the kernel its notebook's folder (None: nothing to take)."""
         self._awaiting_notebook = False
         if self._sandbox is None:  # unsandboxed, the kernel works in the notebook's folder itself
-            return f"__import__('os').chdir({str(notebook_dir)!r})"
+            return {"folder": str(notebook_dir)}
         await self._seal()
         if not self._sandbox.stage(notebook_dir):
             return None
-        return f"__import__('subprocess').run({list(COPY_STAGED_FILES)!r}, check=True)"
+        return {"copy_command": list(COPY_STAGED_FILES)}
 
     def _group_limits(self) -> dict | None:
         """The sandbox's control-group limits (None: no group, see ``cgroup``)."""
@@ -150,7 +141,7 @@ class GradingKernelManager(AsyncKernelManager):
             return None
         problem = cgroup_problem()
         if problem is not None:
-            _warn_once(self.log, f"each sandbox's processes are limited one by one, not together: {problem}")
+            warn_once(self.log, f"each sandbox's processes are limited one by one, not together: {problem}")
             return None
         return {"memory_bytes": self.memory_bytes, "cpu_cores": self.cpu_cores}
 
@@ -192,103 +183,3 @@ class GradingKernelManager(AsyncKernelManager):
             self._sandbox = None
 
     cleanup_resources = _async_cleanup_resources
-
-
-# The longest path a Unix socket may have (sun_path: 108 bytes with its terminating NUL).
-MAX_SOCKET_PATH = 107
-
-# Imported while the kernel starts, beside the grading kernel's own start-up, so that the first test
-# or set-up cell does not wait for them (a forked kernel has them already).
-TRUSTED_KERNEL_IMPORTS = tuple(f"import {module}" for module in PRELOAD)
-
-
-class TrustedKernelManager(AsyncKernelManager):
-    """Starts the trusted test kernel: the grader's Python, one thread, no sandbox, no extension, under
-    the grading kernel's memory limit (what it decodes from the submission is bounded there too)."""
-
-    client_class = DottedObjectName("lmpolicy_grader.kernel.ReadyKernelClient")
-
-    forked = Bool(True, help="fork the kernel from a zygote that has imported torch (forked_kernel.py) instead "
-                             "of starting it from its command line").tag(config=True)
-
-    @property
-    def kernel_spec(self):
-        if self._kernel_spec is None:
-            provisioner = {"provisioner_name": PROVISIONER_NAME, "config": {"memory_bytes": DEFAULT_MEMORY_BYTES}}
-            prlimit = shutil.which("prlimit")
-            if prlimit is None:
-                raise RuntimeError("the trusted test kernel needs `prlimit` (Debian/Ubuntu package util-linux) on PATH")
-            self._kernel_spec = KernelSpec(
-                resource_dir="", display_name="Python 3 (lmpolicy trusted tests)", language="python",
-                argv=[prlimit, f"--as={DEFAULT_MEMORY_BYTES}", "--",
-                      sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-                      "--IPKernelApp.log_level=ERROR", "--HistoryManager.hist_file=:memory:",
-                      *(f"--IPKernelApp.exec_lines={line}" for line in TRUSTED_KERNEL_IMPORTS)],
-                env=dict(ONE_THREAD, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde"),
-                metadata={"kernel_provisioner": provisioner} if self._fork() else {})
-        return self._kernel_spec
-
-    async def _async_pre_start_kernel(self, **kw):
-        # ZMQ ipc sockets in the kernel's own folder, not TCP ports: a port the grader picks is free only
-        # until the kernel binds it, and any process on the machine may take it first
-        sockets = Path(kw.get("cwd") or "") / ".kernel"
-        if kw.get("cwd") and len(f"{sockets}-00000") <= MAX_SOCKET_PATH:
-            self.transport, self.ip, self.cache_ports = "ipc", str(sockets), False
-        return await super()._async_pre_start_kernel(**kw)
-
-    def _fork(self) -> bool:
-        if self.forked and not provisioner_installed():
-            _warn_once(self.log, "the trusted test kernels start from their command line, not forked: the course's "
-                                 "kernel provisioner is not installed (`make install`, or `pip install -e .` in the "
-                                 "course's folder, installs it)")
-        return self.forked and provisioner_installed()
-
-    def start_zygote(self) -> None:
-        """Start the zygote the kernels of this manager are forked from (if they are), so that its imports
-        run beside what the grader does before its first trusted kernel."""
-        if self._fork():
-            ZYGOTE.start_soon({**os.environ, **self.kernel_spec.env})
-
-    def recipe(self) -> tuple:
-        """What a kernel of this manager is started from (see GradingKernelManager.recipe)."""
-        return (type(self).__name__, json.dumps(self.kernel_spec.to_dict(), sort_keys=True),
-                tuple(sorted(os.environ.items())))
-
-
-class ReadyKernelClient(AsyncKernelClient):
-    """The client of the grading and trusted kernels: ready as soon as its kernel is."""
-
-    async def wait_for_ready(self, timeout: float | None = None) -> None:
-        """Wait until the kernel answers kernel_info and its iopub messages reach this client.
-
-        What jupyter_client's ``wait_for_ready`` checks, without the 0.2 s of iopub silence it then waits
-        for (twice per notebook: the grading kernel and the trusted one). The kernel's iopub status for
-        the kernel_info request is the proof that iopub is connected; until it comes, ask again.
-        Raises RuntimeError as jupyter_client does, with the same words when the kernel died."""
-        timeout = 60.0 if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        while True:
-            msg_id = self.kernel_info()
-            reply = await _message_for(self.shell_channel, msg_id, 1.0)
-            if reply is not None and reply["msg_type"] == "kernel_info_reply":
-                while (status := await _message_for(self.iopub_channel, msg_id, 0.2)) is not None:
-                    if status["msg_type"] == "status" and status["content"].get("execution_state") == "idle":
-                        self._handle_kernel_info_reply(reply)
-                        return
-            if not await self._async_is_alive():
-                raise RuntimeError("Kernel died before replying to kernel_info")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
-
-
-async def _message_for(channel, msg_id: str, seconds: float):
-    """The next message on ``channel`` whose parent is ``msg_id`` within ``seconds`` (others are dropped), or None."""
-    deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        try:
-            message = await channel.get_msg(timeout=left)
-        except Empty:
-            return None
-        if message.get("parent_header", {}).get("msg_id") == msg_id:
-            return message
-    return None

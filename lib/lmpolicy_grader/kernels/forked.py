@@ -1,6 +1,6 @@
 """Trusted test kernels forked from a process that has already imported what they need.
 
-Every notebook gets a trusted test kernel of its own (``kernel.TrustedKernelManager``). Started from
+Every notebook gets a trusted test kernel of its own (``kernels.trusted_kernel.TrustedKernelManager``). Started from
 nothing, that kernel spends over a second importing torch before it can run a test: a CPU second per
 notebook, which on a 2-core machine grading a class is a third of the work. So it is forked instead,
 from a *zygote*: one Python process per grader process, started when GradingExecute is made (or else
@@ -48,7 +48,7 @@ from traitlets import Int
 
 PROVISIONER_NAME = "lmpolicy-forked"
 # What the zygote imports before it forks a kernel: what the trusted kernel runs at its start.
-PRELOAD = ["numpy", "torch", "ipykernel.kernelapp", "lmpolicy.checks", "lmpolicy_grader.trusted_tests"]
+PRELOAD = ["numpy", "torch", "ipykernel.kernelapp", "lmpolicy.checks", "lmpolicy_grader.trusted_tests.in_kernel"]
 LAUNCHER = "ipykernel_launcher"
 ENDED = -1  # what poll() says of a forked kernel that has ended (its status stays with the zygote)
 
@@ -160,7 +160,7 @@ class Zygote:
         # Started in / (no module there to shadow torch), in the first kernel's environment (its
         # one-thread settings hold for what torch reads as it is imported).
         self._process = subprocess.Popen(
-            [sys.executable, "-c", f"from lmpolicy_grader.forked_kernel import serve; serve({its.fileno()})"],
+            [sys.executable, "-c", f"from lmpolicy_grader.kernels.forked import serve; serve({its.fileno()})"],
             pass_fds=[its.fileno()], stdin=subprocess.DEVNULL, cwd="/", env=env)
         its.close()
         self._socket, self._replies = ours, ours.makefile("r")

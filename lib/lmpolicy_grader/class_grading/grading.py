@@ -54,13 +54,13 @@ import nbformat
 from distributed import WorkerPlugin
 from filelock import FileLock
 
-from lmpolicy_grader.cluster import (ClusterUnavailable, adopt_surroundings, describe, grading_client,
+from lmpolicy_grader.class_grading.cluster import (ClusterUnavailable, adopt_surroundings, describe, grading_client,
                                      local_surroundings)
-from lmpolicy_grader.kernel import GradingKernelManager
-from lmpolicy_grader.kernel_pool import expect_next_notebook, stop_spares
-from lmpolicy_grader.preprocessors.incidents import INCIDENTS, Incident
-from lmpolicy_grader.sandbox import require_sandbox
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
+from lmpolicy_grader.kernels.spares import expect_next_notebook, stop_spares
+from lmpolicy_grader.incidents import INCIDENTS, Incident
+from lmpolicy_grader.isolation.sandbox import require_sandbox
+from lmpolicy_grader.class_grading.status import Status
 
 ASSIGNMENT = "ch11"
 STATUS_FILE = "grading_status.json"
@@ -74,7 +74,7 @@ class Outcome:
     notebook: str
     status: Status              # GRADED, FAILED or MISSING
     reason: str = ""            # why it failed, in words an instructor can act on
-    incidents: list = field(default_factory=list)  # timeouts, tampering, restored cells, cut output
+    incidents: list = field(default_factory=list)  # timeouts, restored cells, cut output
     seconds: float = 0.0
     warnings: list = field(default_factory=list)   # what the grader warned of itself meanwhile (GraderWarnings)
 
@@ -123,7 +123,7 @@ class GraderWarnings(logging.Handler):
     could (no control groups, a kernel started again, spares that could not start). nbgrader's own warnings
     are left out: the report says what matters of those."""
 
-    PACKAGE = str(Path(__file__).parent) + os.sep
+    PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
 
     def __init__(self):
         super().__init__(logging.WARNING)
@@ -209,7 +209,7 @@ def worker_config(course_root: str, sandbox: bool):
     import nbgrader.converters  # noqa: F401  (seconds of imports, paid here once)
 
     import lmpolicy_grader.preprocessors  # noqa: F401
-    from lmpolicy_grader.gradebook import prepare_worker
+    from lmpolicy_grader.class_grading.gradebook import prepare_worker
     if not (Path(course_root) / "nbgrader_config.py").exists():
         raise ClusterUnavailable(
             f"the grader's worker on {socket.gethostname()} cannot see the course folder {course_root}: every "
@@ -285,7 +285,7 @@ def grade_class(course_root: Path, students: list[str] | None = None, workers: i
     cannot be reached (GradebookUnavailable).
     Returns one Outcome per (student, notebook), sorted, and writes them to ``grading_status.json``.
     """
-    from lmpolicy_grader.gradebook import check_gradebook, gradebook_url
+    from lmpolicy_grader.class_grading.gradebook import check_gradebook, gradebook_url
 
     if scheduler is not None and workers is not None:
         raise ValueError(f"workers={workers} sizes the grader's own local cluster; on the cluster at {scheduler} "

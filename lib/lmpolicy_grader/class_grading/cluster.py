@@ -44,7 +44,7 @@ QUIET_WORKERS = {"distributed.worker.profile.enabled": False, "distributed.admin
 # What the forkserver imports before it forks the local cluster's workers: what a worker imports to join
 # the cluster and to grade (a failed import there is skipped by Python, and the worker then imports it itself).
 WORKER_PRELOAD = ["lmpolicy_grader", "distributed", "nbgrader.converters", "nbgrader.coursedir", "lmpolicy_grader.preprocessors",
-                  "lmpolicy_grader.gradebook", "lmpolicy_grader.grading"]
+                  "lmpolicy_grader.class_grading.gradebook", "lmpolicy_grader.class_grading.grading"]
 
 
 class ClusterUnavailable(RuntimeError):

@@ -14,7 +14,7 @@ formgrader never disagree about what is left to do.
 Per student, ``student_summaries`` says what is still open (the words of ``Status``: complete, pending
 manual grading, notebooks missing, FAILED); the printed report is a class summary (one line per
 student), per-exercise statistics (which exercises the class found hard) and, for every FAILED
-notebook, what to do about it. ``nbgrader export`` (``lmpolicy_grader.export``) uses the same summaries.
+notebook, what to do about it. ``nbgrader export`` (``lmpolicy_grader.class_grading.export``) uses the same summaries.
 """
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from lmpolicy.progress import exercise_key
-from lmpolicy_grader.grading import ASSIGNMENT, Outcome, load_config
-from lmpolicy_grader.preprocessors.incidents import Incident
-from lmpolicy_grader.status import Status
+from lmpolicy_grader.class_grading.grading import ASSIGNMENT, Outcome, load_config
+from lmpolicy_grader.incidents import Incident
+from lmpolicy_grader.class_grading.status import Status
 
 
 @dataclass
@@ -94,16 +94,13 @@ def _graded_rows(outcome: Outcome, grades, maxima) -> list[ExerciseRow]:
     rows = []
     for exercise, maximum in maxima.items():
         exercise_grades = by_exercise[exercise]
-        tampered = [i["message"] for i in notes[exercise] if i["kind"] == Incident.TAMPERING]
         waiting = [g for g in exercise_grades if g.needs_manual_grade and g.manual_score is None]
         recheck = [g for g in exercise_grades if g.needs_manual_grade and g.manual_score is not None]
         reasons = [i["message"] for i in notes[exercise]]
         if recheck:
             reasons.append(RECHECK_REASON.format(n=len(recheck)))
         reason = "; ".join(reasons)
-        if tampered:
-            status, reason = Status.TAMPERING, tampered[0]
-        elif waiting or recheck:
+        if waiting or recheck:
             status = Status.PENDING
         else:
             status = Status.GRADED
@@ -249,7 +246,7 @@ def exercise_statistics(rows: list[ExerciseRow]) -> list[str]:
         by_exercise[(row.notebook, row.exercise)].append(row)
     lines = []
     for (notebook, exercise), mine in by_exercise.items():
-        scored = [r for r in mine if r.status in (Status.GRADED, Status.TAMPERING)]
+        scored = [r for r in mine if r.status == Status.GRADED]
         mean = f"{sum(r.score for r in scored) / len(scored):.2f}" if scored else "-"
         full = f"{100 * sum(r.score >= r.max_score for r in scored) / len(scored):.0f}%" if scored else "-"
         lines.append([f"{notebook}/{exercise}", f"{mine[0].max_score:g}", len(scored), mean, full,

@@ -1,0 +1,218 @@
+"""The trusted kernel's connection to the submission's kernel: one comm, answered by ``call_server``.
+
+Every failure of the submission's side (an exception, a hang, a reply that cannot be decoded, a kernel
+that died or never answers) surfaces as an exception of the call, so the test cell that made it fails
+with a reason; nothing the submission sends is executed or unpickled here.
+"""
+from __future__ import annotations
+
+import builtins
+import itertools
+import keyword
+import time
+import uuid
+
+import torch
+import zmq
+from jupyter_client.session import Session
+
+from lmpolicy import checks
+from lmpolicy_grader.trusted_tests import codec, no_credit
+from lmpolicy_grader.trusted_tests.call_server import TARGET
+from lmpolicy_grader.trusted_tests.errors import CallTimedOut, ChannelError, raised
+from lmpolicy_grader.trusted_tests.proxies import SubmissionFunction, Unreadable, through_submission, write_back
+
+HANDSHAKE_SECONDS = 10
+INTERRUPT_GRACE_SECONDS = 10
+HEARTBEAT_EVERY = 2.0
+
+
+class Channel:
+    """One comm to the submission's kernel, over the kernel's own ZMQ sockets."""
+
+    def __init__(self, info: dict, deadline_seconds: float):
+        self.info = info
+        self.deadline_seconds = deadline_seconds
+        self.deadline = time.monotonic() + deadline_seconds
+        self.broken: str | None = None
+        self.session = Session(key=info["key"].encode(), signature_scheme=info.get("signature_scheme", "hmac-sha256"),
+                               username="lmpolicy-trusted-tests")
+        self.context = zmq.Context()
+        self.shell = self._socket(zmq.DEALER, "shell_port")
+        self.control = self._socket(zmq.DEALER, "control_port")
+        self.iopub = self._socket(zmq.SUB, "iopub_port")
+        self.iopub.setsockopt(zmq.SUBSCRIBE, b"")
+        self.comm_id = uuid.uuid4().hex
+        self.ids = itertools.count(1)
+        self.session.send(self.shell, "comm_open", {"comm_id": self.comm_id, "target_name": TARGET, "data": {}})
+        self._handshake()
+
+    def _url(self, port_key: str) -> str:
+        if self.info["transport"] == "ipc":
+            return f"ipc://{self.info['ip']}-{self.info[port_key]}"
+        return f"tcp://{self.info['ip']}:{self.info[port_key]}"
+
+    def _socket(self, kind, port_key: str):
+        sock = self.context.socket(kind)
+        sock.linger = 0
+        sock.connect(self._url(port_key))
+        return sock
+
+    def _handshake(self) -> None:
+        """Until the SUB socket is subscribed, replies are lost: ask until one comes back."""
+        give_up = time.monotonic() + HANDSHAKE_SECONDS
+        while time.monotonic() < give_up:
+            request = self._send({"op": "hello"}, [])
+            try:
+                self._wait(request, time.monotonic() + 1.0, interrupt=False)
+                return
+            except CallTimedOut:
+                continue
+        self.broken = f"the submission's kernel did not answer the grader's channel within {HANDSHAKE_SECONDS} s"
+
+    def new_cell(self) -> None:
+        self.deadline = time.monotonic() + self.deadline_seconds
+
+    def _send(self, data: dict, buffers: list[bytes]) -> dict:
+        request = {"id": next(self.ids), **data}
+        msg = self.session.send(self.shell, "comm_msg", {"comm_id": self.comm_id, "data": request}, buffers=buffers)
+        return {"id": request["id"], "op": data["op"], "msg_id": msg["header"]["msg_id"]}
+
+    def _receive(self, timeout: float):
+        if not self.iopub.poll(max(0, int(timeout * 1000))):
+            return None
+        _, parts = self.session.feed_identities(self.iopub.recv_multipart(copy=True), copy=True)
+        try:
+            return self.session.deserialize(parts, content=True, copy=True)
+        except Exception:  # noqa: BLE001 - a message that does not parse (or is not signed) is not an answer
+            return None
+
+    def _alive(self) -> bool:
+        sock = self._socket(zmq.REQ, "hb_port")
+        try:
+            sock.send(b"ping")
+            return bool(sock.poll(1000))
+        finally:
+            sock.close()
+
+    def _wait(self, request: dict, until: float, interrupt: bool = True) -> tuple[dict, list]:
+        next_beat = time.monotonic() + HEARTBEAT_EVERY
+        while True:
+            now = time.monotonic()
+            if now >= until:
+                if interrupt:
+                    return self._interrupt(request)
+                raise CallTimedOut("no answer")
+            msg = self._receive(min(until, next_beat) - now)
+            if msg is None:
+                if time.monotonic() >= next_beat:
+                    next_beat = time.monotonic() + HEARTBEAT_EVERY
+                    if not self._alive():
+                        self.broken = "the submission's kernel died (os._exit, a crash, or the memory/CPU limit)"
+                        raise ChannelError(self.broken)
+                continue
+            content = msg.get("content") or {}
+            if (msg.get("msg_type") == "comm_msg" and content.get("comm_id") == self.comm_id
+                    and msg.get("parent_header", {}).get("msg_id") == request["msg_id"]):
+                data = content.get("data")
+                if not isinstance(data, dict) or data.get("id") != request["id"]:
+                    raise ChannelError("the submission's kernel answered with something that is not an answer")
+                return data, msg.get("buffers") or []
+
+    def _interrupt(self, request: dict):
+        self.session.send(self.control, "interrupt_request", {})
+        try:
+            self._wait(request, time.monotonic() + INTERRUPT_GRACE_SECONDS, interrupt=False)
+        except CallTimedOut:
+            self.broken = "the submission's kernel stopped answering the grader's channel (even when interrupted)"
+            if request["op"] != "call":
+                raise CallTimedOut(self.broken) from None
+        if request["op"] != "call":
+            raise CallTimedOut(f"the submission's kernel did not answer the grader's channel within "
+                               f"{self.deadline_seconds:.0f} s")
+        raise CallTimedOut(f"it did not return within the cell's {self.deadline_seconds:.0f} s and was interrupted")
+
+    def request(self, data: dict, buffers: list[bytes]) -> tuple[dict, list]:
+        if self.broken:
+            raise ChannelError(self.broken)
+        reply, reply_buffers = self._wait(self._send(data, buffers), self.deadline)
+        if "failed" in reply:
+            raise ChannelError(f"the submission's side of the channel failed: {str(reply['failed'])[:300]}")
+        return reply, reply_buffers
+
+    # --- operations ------------------------------------------------------------------------------
+
+    def namespace(self, skip, mentioned=()) -> dict:
+        reply, buffers = self.request({"op": "namespace", "skip": sorted(skip), "mentioned": sorted(mentioned)}, [])
+        names, decoder = reply.get("names"), codec.Decoder(buffers)
+        if not isinstance(names, dict):
+            raise ChannelError("the submission's kernel sent no namespace")
+        found = {}
+        for name, entry in names.items():
+            if not (isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)) \
+                    or name.startswith("_") or name in skip or hasattr(builtins, name) or not isinstance(entry, dict):
+                continue
+            if entry.get("kind") == "function":
+                found[name] = SubmissionFunction(self, name)
+            elif entry.get("kind") == "value":
+                try:
+                    found[name] = decoder.decode(entry.get("value"))
+                except codec.NotDecodable as error:
+                    found[name] = Unreadable(name, f"its value could not be read ({error})")
+            else:
+                found[name] = Unreadable(name, str(entry.get("why", "outside what the grader can read"))[:300])
+        return found
+
+    def call(self, name: str, args: tuple, kwargs: dict, count: str | None = None):
+        """``name(*args, **kwargs)`` in the submission's process; with ``count``, (result, how many
+        times it called the submission's function ``count``)."""
+        blocked = checks.active_blocks()
+        if blocked:
+            reason = no_credit.library_shortcut(no_credit.SOURCES, name, {no_credit.leaf(fn) for fn in blocked})
+            if reason:
+                raise checks.LibraryShortcutUsed(f"implement this yourself: {reason}, which gets no credit")
+        encoder = codec.Encoder()
+        arguments = [encoder.encode(list(args), "the arguments"), encoder.encode(dict(kwargs), "the arguments")]
+        reply, buffers = self.request({"op": "call", "name": name, "args": arguments[0], "kwargs": arguments[1],
+                                       "blocked": [no_credit.address(fn) for fn in blocked], "count": count}, encoder.buffers)
+        if "missing" in reply:
+            raise NameError(f"{name} is no longer a function in your notebook")
+        if "copied" in reply:
+            raise checks.LibraryShortcutUsed(f"implement this yourself: {name} runs the code of "
+                                             f"{str(reply['copied'])[:100]}, which gets no credit")
+        if "raised" in reply:
+            raised = reply["raised"] if isinstance(reply["raised"], dict) else {}
+            message = str(raised.get("message", ""))[:1000]
+            if raised.get("shortcut"):
+                raise checks.LibraryShortcutUsed(message.splitlines()[0] if message else "a library shortcut")
+            if raised.get("type") == "KeyboardInterrupt":
+                raise CallTimedOut("it was interrupted")
+            raise raised(raised.get("type"), message, raised.get("frames") or [])
+        decoder = codec.Decoder(buffers)
+        try:
+            result = decoder.decode(reply.get("result"))
+            args_after, kwargs_after = decoder.decode(reply.get("args")), decoder.decode(reply.get("kwargs"))
+        except codec.NotDecodable as error:
+            raise ChannelError(f"what it returned could not be read ({error})") from None
+        write_back(list(args), args_after)
+        write_back(kwargs, kwargs_after)
+        graph = reply.get("graph")
+        if type(graph) is int:
+            inputs = [t for t in codec.tensors_in((list(args), kwargs)) if t.requires_grad]
+            result = through_submission(self, graph, inputs, result)
+        if count is not None:
+            counted = reply.get("counted")
+            return result, counted if type(counted) is int and counted >= 0 else 0
+        return result
+
+    def vjp(self, graph: int, grads: list) -> list:
+        encoder = codec.Encoder()
+        header = encoder.encode([None if g is None else g.detach() for g in grads], "the gradients")
+        reply, buffers = self.request({"op": "vjp", "graph": graph, "grads": header}, encoder.buffers)
+        try:
+            found = codec.Decoder(buffers).decode(reply.get("grads"))
+        except codec.NotDecodable as error:
+            raise ChannelError(f"the gradient through your function could not be read ({error})") from None
+        if not isinstance(found, list):
+            raise ChannelError("the gradient through your function is not a list")
+        return found

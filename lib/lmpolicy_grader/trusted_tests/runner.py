@@ -1,0 +1,147 @@
+"""The trusted test runner: a notebook's test cells (and its locked set-up cells again) in a kernel of their own.
+
+One runner serves one notebook. It owns the trusted test kernel (a spare started ahead, or its own),
+runs cells there with a stock nbgrader ``Execute`` of its own, and talks to what the kernel loaded at
+start (``in_kernel``) by name with data (``kernels.remote_call``): ``connect`` once, to reach the
+submission's kernel; ``bind`` before each test, with the test's visible part only, so that nothing of
+the hidden tests crosses to the submission's process but the inputs of the calls themselves; and
+``failed_line`` after a test that raised.
+"""
+from __future__ import annotations
+
+import tempfile
+
+import nbformat
+from jupyter_core.utils import run_sync
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbgrader.preprocessors import Execute
+
+from lmpolicy_grader.cells import is_test, set_failed_line
+from lmpolicy_grader.kernels import remote_call, spares
+from lmpolicy_grader.kernels.output_cap import OutputCap
+from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
+from lmpolicy_grader.incidents import GradingFailed
+from lmpolicy_grader.trusted_tests.in_kernel import TARGET
+
+# Seconds a trusted test cell may take beyond the cell timeout its calls share (an interrupt's grace).
+CELL_SLACK = 30
+HIDDEN_TESTS = "### BEGIN HIDDEN TESTS"
+
+
+def start_trusted_kernel(config) -> spares.Kernel:
+    """A trusted kernel, starting, in an empty folder of its own (the notebook's folder holds the
+    submission's files, and a torch.py there would be imported by `import torch`)."""
+    km, folder = TrustedKernelManager(config=config), tempfile.TemporaryDirectory(prefix="lmpolicy-trusted-tests-")
+    kernel = spares.Kernel(km, km.recipe(), folder)
+    with kernel.stopped_if_it_fails():
+        run_sync(km.start_kernel)(cwd=folder.name)
+    return kernel
+
+
+def visible_part(source: str) -> str:
+    """A test cell's source up to its hidden tests."""
+    return source.split(HIDDEN_TESTS, 1)[0]
+
+
+class CappedExecute(OutputCap, Execute):
+    """nbgrader's Execute, with the grader's cap on what a cell may print."""
+
+
+class TrustedTestRunner:
+    """The trusted test kernel of one notebook, and the cells it runs."""
+
+    def __init__(self, config, notebook: str, cell_timeout: int, startup_timeout: int, log, take_spares: bool):
+        self.config, self.notebook, self.log = config, notebook, log
+        self.startup_timeout = startup_timeout
+        self.cell_timeout = cell_timeout
+        spare = spares.take("trusted", TrustedKernelManager(config=config).recipe()) if take_spares else None
+        self.kernel = spare or start_trusted_kernel(config)
+        self.execute = CappedExecute(config=config, timeout=cell_timeout + CELL_SLACK, interrupt_on_timeout=True,
+                                     allow_errors=True)
+        self.execute.log = log
+        self.problem: str | None = None  # why the submission cannot be reached (every test then fails with it)
+        self._connected = False
+
+    # --- the kernel ------------------------------------------------------------------------------
+
+    def _client(self):
+        """The kernel's client once it answers. A trusted kernel that died before it answered (a start-up
+        crash: it has run nothing yet) is started again once; a second death makes the notebook FAILED."""
+        if self.execute.kc is not None:
+            return self.execute.kc
+        for attempt in (1, 2):
+            self.execute.km = self.kernel.manager
+            try:
+                return run_sync(self.execute.async_start_new_kernel_client)()
+            except RuntimeError as error:
+                if "before replying to kernel_info" not in str(error):
+                    raise
+                if attempt == 2:
+                    raise GradingFailed("trusted tests", f"the trusted test kernel died twice at start-up ({error})") from None
+                self.log.warning("the trusted test kernel of %s died at start-up; starting it again", self.notebook)
+                self.kernel.stop()
+                self.kernel = start_trusted_kernel(self.config)
+
+    def _call(self, operation: str, seconds: float, **arguments):
+        try:
+            return run_sync(remote_call.call)(self._client(), TARGET, operation, seconds, **arguments)
+        except remote_call.RemoteCallFailed as error:
+            raise GradingFailed("trusted tests", f"the trusted test kernel could not {operation} ({error})") from None
+
+    def connect(self, grading_km, nb) -> None:
+        """Open the channel to the submission's kernel (once, before the first test or set-up cell)."""
+        if self._connected:
+            return
+        self._connected = True
+        # a notebook of its own (nbclient writes each cell it runs back into it), holding the same cells
+        self.execute.nb = nbformat.NotebookNode({**nb, "cells": list(nb.cells)})
+        info = grading_km.get_connection_info(session=False)
+        info = {key: (value.decode() if isinstance(value, bytes) else value) for key, value in info.items()}
+        sources = [(i, c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code" and not is_test(c)]
+        self.problem = self._call("connect", self.cell_timeout + CELL_SLACK, info=info, sources=sources,
+                                  cell_seconds=float(self.cell_timeout))
+
+    # --- the cells -------------------------------------------------------------------------------
+
+    def run_setup(self, cell, index: int, grade_id: str) -> None:
+        """A locked set-up cell, run here too, so that the tests use trusted objects."""
+        ran = self._run(cell.copy(), index, grade_id)
+        errors = [out for out in ran.outputs if out.output_type == "error"]
+        if errors:
+            raise GradingFailed("trusted tests", f"the set-up cell {grade_id} failed in the trusted test kernel "
+                                f"({errors[0].get('ename')}: {errors[0].get('evalue')})")
+
+    def run_test(self, cell, index: int, grade_id: str):
+        """A test cell, with the submission's current names bound through the channel; returns the cell
+        with its outputs and, if it raised, ``failed_line``."""
+        problem = self.problem or self._call("bind", self.cell_timeout + CELL_SLACK,
+                                             cell_source=visible_part(cell.source), cell_index=index)
+        if problem:
+            cell.outputs = [_error("SubmissionUnreachable", problem)]
+            return cell
+        cell = self._run(cell, index, grade_id)
+        if any(out.output_type == "error" for out in cell.outputs):
+            line = self._call("failed_line", self.cell_timeout)
+            if isinstance(line, int):
+                set_failed_line(cell, line)
+        return cell
+
+    def _run(self, cell, index: int, grade_id: str):
+        self._client()
+        try:
+            cell, _ = self.execute.preprocess_cell(cell, {}, index)
+        except (DeadKernelError, CellTimeoutError) as error:
+            raise GradingFailed("trusted tests", f"the trusted test kernel failed at {grade_id} ({error})") from None
+        return cell
+
+    def stop(self) -> None:
+        try:
+            if self.execute.kc is not None:
+                self.execute.kc.stop_channels()
+        finally:
+            self.execute.kc = None
+            self.kernel.stop()
+
+
+def _error(ename: str, evalue: str):
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
