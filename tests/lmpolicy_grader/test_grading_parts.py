@@ -20,7 +20,8 @@ def test_grading_kernel_runs_under_prlimit_with_one_thread(tmp_path):
     spec = grading_kernel_spec(memory_bytes=123_456_789, cpu_seconds=77)
     assert spec["argv"][0].endswith("prlimit")
     assert "--as=123456789" in spec["argv"] and "--cpu=77" in spec["argv"]
-    assert "--ext=lmpolicy_grader.guard" in spec["argv"]
+    assert "--ext=lmpolicy_grader.trusted_tests.call_server" in spec["argv"]
+    assert "--ext=lmpolicy_grader.kernels.moving_in" in spec["argv"]
     assert spec["env"]["OMP_NUM_THREADS"] == "1" and spec["env"]["MKL_NUM_THREADS"] == "1"
     written = json.loads((install_grading_kernel(tmp_path, cpu_seconds=5) / "kernel.json").read_text())
     assert "--cpu=5" in written["argv"] and "{connection_file}" in written["argv"]

@@ -35,12 +35,10 @@ def _released_notebook(root: Path):
 
 @pytest.fixture
 def course(tmp_path):
-    """The tiny course, its tests in the trusted process, with four students: the reference, a wrong
+    """The tiny course with four students: the reference, a wrong
     double, an answer that imports double from a file of its own folder, and one that plants things
     for whoever comes next."""
     root = tiny_course.make_course(tmp_path / "course")
-    with open(root / "nbgrader_config.py", "a") as config:
-        config.write(f"c.GradingExecute.trusted_notebooks = [{tiny_course.NOTEBOOK!r}]\n")
     release(root)
     tiny_course.submit(root, "a_reference", tiny_course.source_notebook())
     tiny_course.submit(root, "b_wrong", tiny_course.replace_answer(_released_notebook(root), "ex1__answer", WRONG_DOUBLE))

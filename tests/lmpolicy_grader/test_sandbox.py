@@ -199,11 +199,10 @@ def test_the_graders_own_data_is_covered_up(sandbox_course):
     seen = run_in_kernel(folder, """
         import json, pathlib, lmpolicy_grader
         package = pathlib.Path(lmpolicy_grader.__file__).parent
-        print(json.dumps({"wrong_answers": sorted(p.name for p in (package / "wrong_answers").iterdir()),
-                          "written_answers": (package / "written_answers.py").read_text(),
-                          "guard": (package / "guard.py").exists()}))
+        print(json.dumps({"corpus": sorted(p.name for p in (package / "corpus").iterdir()),
+                          "kernels": (package / "kernels" / "moving_in.py").exists()}))
     """)
-    assert seen == {"wrong_answers": [], "written_answers": "", "guard": True}
+    assert seen == {"corpus": [], "kernels": True}  # the corpus out of sight, what the kernel imports in view
 
 
 def _secret_lines(repo_root: Path) -> tuple[set[str], set[str]]:

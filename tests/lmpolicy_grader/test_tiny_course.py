@@ -6,6 +6,7 @@ come from the notebook's design (tiny_course.HOSTILE), not from the grader.
 from __future__ import annotations
 
 import csv
+import re
 import shutil
 
 import nbformat
@@ -102,6 +103,15 @@ def test_feedback_of_a_rebinding_shows_the_wrong_answer_not_the_rebinding(tiny_c
     # the rebound numpy.allclose and check_close live in the submission's kernel; the tests, in their own,
     # call the wrong double and say so
     assert "TamperingDetected" not in html and "double is off at index (1,): expected 4, got 2" in html
+
+
+def test_a_spy_on_the_channel_learns_no_word_of_the_hidden_tests(tiny_class):
+    """The trusted side asks for names with a test's visible part only: the hidden test's words never cross."""
+    root, _ = tiny_class
+    graded = nbformat.read(root / "autograded" / "spy" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for o in graded.cells[tiny_course.cell_index(graded, "ex2__answer")].outputs)
+    assert printed.startswith("SPIED") and "check_close" in printed and "double" in printed, printed  # the spy ran
+    assert not {"allclose", "hidden", "failed"} & set(re.findall(r"\w+", printed)), printed
 
 
 def test_output_flood_is_cut_while_streaming(tiny_class):

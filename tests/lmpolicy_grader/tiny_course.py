@@ -148,6 +148,20 @@ def _kernelspec(nb):
     nb.metadata["kernelspec"] = {"name": "no-such-kernel", "display_name": "mine", "language": "python"}
 
 
+# A spy on the channel: it records every name the trusted side asks for, and prints them after the first test.
+SPY_ON_THE_CHANNEL = ("from lmpolicy_grader.trusted_tests import call_server\n_seen = []\n"
+                      "_namespace = call_server.CallServer._op_namespace\n"
+                      "def _spy(self, data, decoder, encoder):\n    _seen.extend(data.get('mentioned') or ())\n"
+                      "    return _namespace(self, data, decoder, encoder)\n"
+                      "call_server.CallServer._op_namespace = _spy\n" + "CORRECT_DOUBLE")
+SPY_PRINTS = "print('SPIED', sorted(set(_seen)))\ndef square(x):\n    return np.asarray(x, dtype=float) ** 2"
+
+
+def _spy(nb):
+    replace_answer(nb, "ex1__answer", SPY_ON_THE_CHANNEL.replace("CORRECT_DOUBLE", CORRECT_DOUBLE))
+    replace_answer(nb, "ex2__answer", SPY_PRINTS)
+
+
 KILLS_THE_GRADER = _answer("ex2__answer", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
 
 # student -> (submission, expected {exercise: score or None}, expected status of the notebook, reason words)
@@ -177,6 +191,7 @@ HOSTILE = {
     "monkeypatch": (lambda: _with(_answer("ex1__answer", "import numpy\nfrom lmpolicy import checks\n"
                                           "numpy.allclose = lambda *a, **k: True\nchecks.check_close = lambda *a, **k: None\n"
                                           "def double(x):\n    return x")), {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
+    "spy": (lambda: _with(_spy), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
     "code_swap": (lambda: _with(_answer("ex2__answer", "from lmpolicy import checks\nimport numpy\n"
                                         "checks.check_close.__code__ = (lambda *a, **k: None).__code__\n"
                                         "def square(x):\n    return x")), {"ex1": 2, "ex2": 0}, Status.GRADED, ""),

@@ -10,7 +10,7 @@ from traitlets.config import Config
 
 from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
 from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
-from lmpolicy_grader.preprocessors import grading_execute
+from lmpolicy_grader.trusted_tests import runner
 from lmpolicy_grader.preprocessors.grading_execute import GradingExecute
 from lmpolicy_grader.incidents import GradingFailed
 
@@ -37,7 +37,7 @@ def _grade(tmp_path, deaths: int):
     KernelDyingAtStart.deaths, KernelDyingAtStart.starts = deaths, 0
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("answer = 6 * 7\nprint(answer)")])
     config = Config({"GradingKernelManager": {"sandbox": False}})
-    execute = GradingExecute(config=config, kernel_manager_class=KernelDyingAtStart, tests_in_trusted_process=False,
+    execute = GradingExecute(config=config, kernel_manager_class=KernelDyingAtStart,
                              spare_kernels=False)  # the kernels this notebook starts for itself
     resources = {"nbgrader": {"notebook": "01_policy_softmax"}, "metadata": {"path": str(tmp_path)}}
     return execute.preprocess(nb, resources)[0]
@@ -62,7 +62,7 @@ class TrustedKernelDyingAtStart(DyingAtStart, TrustedKernelManager):
 
 
 def _grade_a_test(tmp_path, monkeypatch, deaths: int):
-    monkeypatch.setattr(grading_execute, "TrustedKernelManager", TrustedKernelDyingAtStart)
+    monkeypatch.setattr(runner, "TrustedKernelManager", TrustedKernelDyingAtStart)
     TrustedKernelDyingAtStart.deaths, TrustedKernelDyingAtStart.starts = deaths, 0
     test = nbformat.v4.new_code_cell("assert answer == 42, answer\nprint('checked', answer)")
     test.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "grade_id": "t1", "points": 1}
