@@ -252,7 +252,7 @@ def _shipped_config(root: Path) -> str:
 def _new_gradebook(folder: Path) -> str:
     from nbgrader.api import Gradebook
 
-    from lmpolicy_grader.class_grading.grading import load_config
+    from lmpolicy_grader.class_grading.course import load_config
     load_config(REPO)  # the course's nbgrader_config.py puts nbgrader's `alembic` on PATH
     url = f"sqlite:///{folder / 'gradebook.db'}"
     with Gradebook(url, "lm-policy") as gradebook:

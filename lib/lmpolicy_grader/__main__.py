@@ -27,7 +27,8 @@ from typing import Annotated, Literal, Union
 import tyro
 
 from lmpolicy_grader.class_grading.cluster import ClusterUnavailable
-from lmpolicy_grader.class_grading.grading import ASSIGNMENT, grade_class, load_config, load_outcomes, submitted_students
+from lmpolicy_grader.class_grading.grading import grade_class
+from lmpolicy_grader.class_grading.course import ASSIGNMENT, load_config, load_outcomes, submitted_students
 from lmpolicy_grader.class_grading.release import release
 from lmpolicy_grader.isolation.sandbox import SandboxUnavailable
 from lmpolicy_grader.class_grading.status import Status

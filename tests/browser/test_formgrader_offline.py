@@ -21,7 +21,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.class_grading.grading import grade_class, load_config, load_outcomes
+from lmpolicy_grader.class_grading.grading import grade_class
+from lmpolicy_grader.class_grading.course import load_config, load_outcomes
 from lmpolicy_grader.class_grading.report import exercise_rows, student_summaries
 from lmpolicy_grader.class_grading.status import Status
 from tests.browser.conftest import ROOT, _serve

@@ -21,7 +21,8 @@ import pytest
 
 from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.cluster import ALLOWED_FAILURES
-from lmpolicy_grader.class_grading.grading import grade_class, load_outcomes
+from lmpolicy_grader.class_grading.grading import grade_class
+from lmpolicy_grader.class_grading.course import load_outcomes
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.class_grading.status import Status
 from tests.deploy.hub import require

@@ -245,7 +245,7 @@ def test_the_right_url_and_sqlite_pass_the_check(postgres_server, tmp_path):
 
 
 def test_a_course_config_that_ignores_the_gradebook_variable_is_refused(tmp_path, monkeypatch, postgres_server):
-    from lmpolicy_grader.class_grading.grading import load_config
+    from lmpolicy_grader.class_grading.course import load_config
     # an instructor's own config, which never reads the variable: nbgrader would use its default SQLite file
     (tmp_path / "nbgrader_config.py").write_text('c = get_config()\nc.CourseDirectory.course_id = "lm-policy"\n')
     monkeypatch.setenv("LMPOLICY_GRADEBOOK_URL", postgres_server.url)
@@ -297,7 +297,7 @@ def _prepared_worker_adds(course_root: str, student: str, start=None) -> bool:
     from nbgrader.api import Gradebook
 
     from lmpolicy_grader.class_grading.gradebook import prepare_worker
-    from lmpolicy_grader.class_grading.grading import load_config
+    from lmpolicy_grader.class_grading.course import load_config
     config = load_config(Path(course_root))
     prepare_worker(Path(course_root), config)
     if start is not None:
@@ -310,7 +310,7 @@ def _prepared_worker_adds(course_root: str, student: str, start=None) -> bool:
 def _bare_course(root: Path, url: str | None) -> Path:
     """The tiny course's folder and config (no release), its config read once here so that the worker
     processes forked from this one start with nbgrader and the course's preprocessors imported."""
-    from lmpolicy_grader.class_grading.grading import load_config
+    from lmpolicy_grader.class_grading.course import load_config
     tiny_course.make_course(root)
     if url is not None:
         set_gradebook(root, url)
@@ -362,7 +362,7 @@ def _through_restarts(course_root: str, url: str, restarted, go_on) -> dict:
     from nbgrader.api import Gradebook
 
     from lmpolicy_grader.class_grading.gradebook import prepare_worker
-    from lmpolicy_grader.class_grading.grading import load_config
+    from lmpolicy_grader.class_grading.course import load_config
     prepare_worker(Path(course_root), load_config(Path(course_root)))
     seen = {}
     with Gradebook(url, COURSE_ID) as gradebook:
@@ -461,7 +461,7 @@ def _unclosed_gradebooks(course_root: str, url: str, prepared: bool, opened, cou
     from nbgrader.api import Gradebook
 
     from lmpolicy_grader.class_grading.gradebook import prepare_worker
-    from lmpolicy_grader.class_grading.grading import load_config
+    from lmpolicy_grader.class_grading.course import load_config
     if prepared:
         prepare_worker(Path(course_root), load_config(Path(course_root)))
     kept = []

@@ -16,7 +16,8 @@ from filelock import FileLock
 
 from lmpolicy_grader.class_grading import cluster, grading
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.class_grading.grading import STATUS_FILE, grade_class, notebook_lock
+from lmpolicy_grader.class_grading.grading import grade_class, notebook_lock
+from lmpolicy_grader.class_grading.course import STATUS_FILE
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.class_grading.status import Status
 

@@ -10,7 +10,8 @@ from nbgrader.exchange import ExchangeFactory
 from nbgrader.exchange.default import submit as default_submit
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.class_grading.grading import grade_class, load_config
+from lmpolicy_grader.class_grading.grading import grade_class
+from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.class_grading.status import Status
 

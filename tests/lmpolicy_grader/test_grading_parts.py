@@ -12,7 +12,7 @@ from nbgrader.api import Gradebook
 
 from lmpolicy_grader.corpus.examples import mistake_rounds
 from lmpolicy_grader.class_grading.gradebook import serialise_gradebook_sessions
-from lmpolicy_grader.class_grading.grading import load_config
+from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy_grader.kernels.grading_kernel import grading_kernel_spec, install_grading_kernel
 
 
@@ -102,7 +102,7 @@ def test_feedback_notes_a_hidden_test_only_when_one_failed(failed_line, hidden):
 
 
 def test_outcomes_read_back_with_their_status_even_from_an_older_status_file(tmp_path):
-    from lmpolicy_grader.class_grading.grading import STATUS_FILE, Outcome, load_outcomes, save_outcomes
+    from lmpolicy_grader.class_grading.course import STATUS_FILE, Outcome, load_outcomes, save_outcomes
     from lmpolicy_grader.class_grading.status import Status
 
     save_outcomes(tmp_path, [Outcome("ada", "01_x", Status.FAILED, "kernel died")])

@@ -21,7 +21,8 @@ from nbgrader.api import Gradebook
 
 from lmpolicy_grader.isolation import sandbox
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.class_grading.grading import grade_class, load_config
+from lmpolicy_grader.class_grading.grading import grade_class
+from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy_grader.class_grading.status import Status
 
 from . import tiny_course

@@ -17,7 +17,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.class_grading.grading import grade_class, load_config, load_outcomes
+from lmpolicy_grader.class_grading.grading import grade_class
+from lmpolicy_grader.class_grading.course import load_config, load_outcomes
 from lmpolicy_grader.class_grading.report import exercise_rows, format_report, student_summaries
 from lmpolicy_grader.class_grading.status import Status
 

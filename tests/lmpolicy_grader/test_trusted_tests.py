@@ -336,7 +336,7 @@ def _course(root, repo_root):
 
 
 def _scores(root) -> dict:
-    from lmpolicy_grader.class_grading.grading import load_config
+    from lmpolicy_grader.class_grading.course import load_config
 
     config = load_config(root)
     found = defaultdict(dict)
@@ -366,7 +366,7 @@ def test_the_reference_earns_every_point_and_the_blank_none(graded):
     nb = nbformat.read(root / "autograded" / "reference" / "ch11" / "01_policy_softmax.ipynb", as_version=4)
     tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"]
     assert tests and not any(o.output_type == "error" for c in tests for o in c.outputs)
-    from lmpolicy_grader.class_grading.grading import load_config
+    from lmpolicy_grader.class_grading.course import load_config
     config = load_config(root)
     with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gradebook:
         for name in GRADED_NOTEBOOKS:

@@ -22,13 +22,12 @@ per-exercise table of ``python -m lmpolicy_grader``).
 from __future__ import annotations
 
 import csv
-from collections import defaultdict
 from pathlib import Path
 
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 
-from lmpolicy_grader.class_grading.grading import Outcome, load_outcomes
+from lmpolicy_grader.class_grading.course import Outcome, load_outcomes
 from lmpolicy_grader.class_grading.report import exercise_rows, failed_advice, student_summaries
 from lmpolicy_grader.class_grading.status import Status
 

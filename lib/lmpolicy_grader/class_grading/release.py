@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lmpolicy_grader.class_grading.grading import ASSIGNMENT, load_config
+from lmpolicy_grader.class_grading.course import ASSIGNMENT, load_config
 
 
 def release(course_root: Path, assignment: str = ASSIGNMENT) -> None:

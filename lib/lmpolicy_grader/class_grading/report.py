@@ -24,8 +24,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from lmpolicy.progress import exercise_key
-from lmpolicy_grader.class_grading.grading import ASSIGNMENT, Outcome, load_config
-from lmpolicy_grader.incidents import Incident
+from lmpolicy_grader.class_grading.course import ASSIGNMENT, Outcome, load_config
 from lmpolicy_grader.class_grading.status import Status
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 
-from lmpolicy_grader.class_grading.grading import ASSIGNMENT, STATUS_FILE, load_outcomes_raw, submitted_students
+from lmpolicy_grader.class_grading.course import ASSIGNMENT, STATUS_FILE, load_outcomes_raw, submitted_students
 from lmpolicy_grader.corpus.written_answers import QUALITIES, WRITTEN_ANSWERS
 from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
 

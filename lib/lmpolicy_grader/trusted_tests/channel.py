@@ -12,14 +12,13 @@ import keyword
 import time
 import uuid
 
-import torch
 import zmq
 from jupyter_client.session import Session
 
 from lmpolicy import checks
 from lmpolicy_grader.trusted_tests import codec, no_credit
 from lmpolicy_grader.trusted_tests.call_server import TARGET
-from lmpolicy_grader.trusted_tests.errors import CallTimedOut, ChannelError, raised
+from lmpolicy_grader.trusted_tests.errors import CallTimedOut, ChannelError, submission_exception
 from lmpolicy_grader.trusted_tests.proxies import SubmissionFunction, Unreadable, through_submission, write_back
 
 HANDSHAKE_SECONDS = 10
@@ -187,7 +186,7 @@ class Channel:
                 raise checks.LibraryShortcutUsed(message.splitlines()[0] if message else "a library shortcut")
             if raised.get("type") == "KeyboardInterrupt":
                 raise CallTimedOut("it was interrupted")
-            raise raised(raised.get("type"), message, raised.get("frames") or [])
+            raise submission_exception(raised.get("type"), message, raised.get("frames") or [])
         decoder = codec.Decoder(buffers)
         try:
             result = decoder.decode(reply.get("result"))

@@ -23,7 +23,7 @@ class SubmissionRaised(Exception):
 _RAISED_CLASSES: dict[str, type] = {}
 
 
-def raised(kind: str, message: str, frames: list[str]) -> Exception:
+def submission_exception(kind: str, message: str, frames: list[str]) -> Exception:
     if kind == "NotImplementedError":
         return NotImplementedError(message)
     name = kind if isinstance(kind, str) and kind.isidentifier() and len(kind) <= 60 else "Exception"
