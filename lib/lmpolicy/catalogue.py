@@ -187,7 +187,8 @@ def header_block(chapter: Chapter, name: str) -> str:
     split = " and ".join(text for value, text in ((auto, f"{_number(auto)} autograded"),
                                                   (by_hand, f"{_number(by_hand)} graded by your instructor")) if value)
     number = int(_NOTEBOOK_NAME.fullmatch(name).group(1))
-    rows = [f"| {exercise.label} | {exercise.title or '(no title yet)'} | {_points_cell(exercise)} |"
+    rows = [f"| {exercise.label} | {(exercise.title or '(no title yet)').replace('|', chr(92) + '|')} | "
+            f"{_points_cell(exercise)} |"
             for exercise in exercises]
     return "\n".join([
         HEADER_BEGIN,
