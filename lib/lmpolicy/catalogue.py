@@ -301,10 +301,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote the header table of {path}")
         return 0
     if args.command == "list":
-        for exercise in Chapter.read(args.folder).exercises:
-            if names is None or exercise.notebook in names:
-                print(f"{exercise.notebook}  {exercise.key:<20} {exercise.label:<22} {_number(exercise.points):>3}  "
-                      f"{exercise.title}")
+        chapter = Chapter.read(args.folder)
+        shown = [exercise for exercise in chapter.exercises if names is None or exercise.notebook in names]
+        for exercise in shown:
+            print(f"{exercise.notebook:<20} {exercise.key:<18} {exercise.label:<24} {_points_cell(exercise):<36} "
+                  f"{exercise.title}")
+        parts = [part for exercise in shown for part in exercise.parts]
+        print(f"{_number(sum(p.points for p in parts))} points in {len({e.notebook for e in shown})} notebooks: "
+              f"{_number(sum(p.points for p in parts if not p.written))} autograded ({sum(not p.written for p in parts)} "
+              f"test cells), {_number(sum(p.points for p in parts if p.written))} graded by hand "
+              f"({sum(p.written for p in parts)} written answers)")
         return 0
     found = problems(args.folder, names)
     for line in found:
