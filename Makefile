@@ -79,6 +79,8 @@ test: $(EVERYTHING)
 test-fast: $(EVERYTHING)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
+# nbgrader alone would do, but nbgrader_config.py imports lmpolicy_grader.export, which imports Dask: the grader's
+# set until that import is lazy (tests/test_environment.py, the xfail on the student's Validate)
 release: $(STUDENT) $(GRADER)
 	cd $(CURDIR) && $(BIN)/nbgrader generate_assignment ch11 --force --log-level=WARN
 

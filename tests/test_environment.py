@@ -121,28 +121,35 @@ def test_make_test_installs_every_set_and_npms_proxy():
     assert "npm install" in commands
 
 
-# Run in a fresh interpreter: every import of a module that only a distribution outside the student's set
-# provides fails, as it would in the student's own venv. Then the given code runs.
+# Run in a fresh interpreter: Python's path finder no longer finds the distributions outside the student's
+# set, nor a module that only they provide, so that importing it fails and probing for it (importlib.util.
+# find_spec, importlib.metadata) finds nothing, as in the student's own venv. Then the given code runs.
 _STUDENT_ONLY = """
-import importlib.abc, json, sys
-forbidden = set(json.loads(sys.argv[1]))
-class NotInTheStudentsEnvironment(importlib.abc.MetaPathFinder):
+import json, re, sys
+from importlib.machinery import PathFinder
+absent_modules, absent_distributions = (set(names) for names in json.loads(sys.argv[1]))
+class StudentsPathFinder:
     def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in forbidden:
-            raise ModuleNotFoundError(f"No module named {name!r} (not in the student's environment)", name=name)
-        return None
-sys.meta_path.insert(0, NotInTheStudentsEnvironment())
+        return None if name.partition(".")[0] in absent_modules else PathFinder.find_spec(name, path, target)
+    def find_distributions(self, context=None, **kwargs):
+        for distribution in PathFinder.find_distributions(context, **kwargs):
+            if re.sub(r"[-_.]+", "-", distribution.metadata["Name"]).lower() not in absent_distributions:
+                yield distribution
+    def invalidate_caches(self):
+        PathFinder.invalidate_caches()
+sys.meta_path[:] = [StudentsPathFinder() if finder is PathFinder else finder for finder in sys.meta_path]
 exec(sys.argv[2])
 """
 
 
 def _run_as_in_the_students_environment(code: str) -> subprocess.CompletedProcess:
     student = _installed_closure([*_pins("student"), "lmpolicy"])  # the course's package is installed too
-    providers = metadata.packages_distributions()
-    forbidden = sorted(module for module, dists in providers.items()
-                       if not module.startswith("_") and not {canonicalize_name(d) for d in dists} & student)
-    assert {"distributed", "jupyterhub", "pytest", "playwright"} <= set(forbidden)  # the blocker blocks
-    return subprocess.run([sys.executable, "-c", _STUDENT_ONLY, json.dumps(forbidden), code], cwd=ROOT,
+    absent_distributions = {canonicalize_name(d.metadata["Name"]) for d in metadata.distributions()} - student
+    absent_modules = sorted(module for module, dists in metadata.packages_distributions().items()
+                            if not {canonicalize_name(d) for d in dists} & student)
+    assert {"distributed", "jupyterhub", "pytest", "playwright"} <= set(absent_modules)  # the blocker blocks
+    absent = json.dumps([absent_modules, sorted(absent_distributions)])
+    return subprocess.run([sys.executable, "-c", _STUDENT_ONLY, absent, code], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
 
 
