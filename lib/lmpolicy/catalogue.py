@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=("check", "write-headers", "list"))
     parser.add_argument("notebooks", nargs="*", help="NN_name of source notebooks (default: all)")
     parser.add_argument("--folder", type=Path, default=source_folder(), help="default: %(default)s")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     names = [Path(n).stem for n in args.notebooks] or None
     if args.command == "write-headers":
         for path in write_headers(args.folder, names):
