@@ -25,7 +25,9 @@ each notebook (its first cell, between ``HEADER_BEGIN`` and ``HEADER_END``) is w
 
 ``python -m lmpolicy.catalogue check [NN_name ...]`` lists what is wrong with a notebook's exercises
 (a key of no known form, a graded cell without points, an exercise without a title, a header table
-that is out of date), one line each, and exits 1 if anything is.
+that is out of date), one line each, and exits 1 if anything is; ``list`` prints every exercise with
+its points and the course's total; ``pytest-k NN_name`` the notebook and its keys as a ``pytest -k``
+expression (the tests of one notebook are named by either).
 
 This module reads notebooks as plain JSON (no nbformat), so the student's kernel pays a few
 milliseconds for it; it imports nothing of the course.
@@ -291,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m lmpolicy.catalogue", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("check", "write-headers", "list"))
+    parser.add_argument("command", choices=("check", "write-headers", "list", "pytest-k"))
     parser.add_argument("notebooks", nargs="*", help="NN_name of source notebooks (default: all)")
     parser.add_argument("--folder", type=Path, default=source_folder(), help="default: %(default)s")
     args = parser.parse_intermixed_args(argv)
@@ -299,6 +301,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "write-headers":
         for path in write_headers(args.folder, names):
             print(f"wrote the header table of {path}")
+        return 0
+    if args.command == "pytest-k":  # the notebooks and their exercise keys, for pytest's -k (make check-notebook)
+        chapter = Chapter.read(args.folder)
+        chosen = names or list(chapter.notebooks)
+        print(" or ".join(chosen + [e.key for e in chapter.exercises if e.notebook in chosen]))
         return 0
     if args.command == "list":
         chapter = Chapter.read(args.folder)

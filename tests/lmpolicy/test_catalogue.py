@@ -112,3 +112,12 @@ def test_an_exercise_named_for_another_notebook_is_named_as_such(tmp_path):
     found = catalogue.problems(folder, ["01_policy_softmax"])
     assert "01_policy_softmax: exercise nb02_softmax is named for notebook 02; in 01_policy_softmax its key " \
            "starts nb01_" in found
+
+
+def test_pytest_k_selects_a_notebook_and_its_exercises():
+    nb = nbformat.read(SOURCE / "02_temperature.ipynb", as_version=4)
+    keys = list(dict.fromkeys(c.metadata["nbgrader"]["grade_id"].split("__")[0] for c in nb.cells
+                              if c.metadata.get("nbgrader", {}).get("grade")))
+    printed = subprocess.run([sys.executable, "-m", "lmpolicy.catalogue", "pytest-k", "02_temperature"],
+                             capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    assert printed.split(" or ")[0] == "02_temperature" and sorted(printed.split(" or ")[1:]) == sorted(keys)
