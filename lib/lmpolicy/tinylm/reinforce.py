@@ -182,10 +182,10 @@ def example_call(name: str, piece: Callable, samples_per_prompt: int):
     raise ValueError(f"no piece called {name!r}")
 
 
-def require_written(samples_per_prompt: int, **pieces: Callable) -> None:
-    """Stop at once, before any training, with a :class:`PieceNotWritten` naming the first piece that still
-    raises NotImplementedError (a student's answer cell as the notebook hands it out). Any other error a
-    piece raises on the small example call propagates as it is."""
+def require_written(pieces: dict[str, Callable], samples_per_prompt: int = 4) -> None:
+    """Stop at once, before any training, with a :class:`PieceNotWritten` naming the first of ``pieces``
+    (``{name: function}``) that still raises NotImplementedError, as a student's answer cell does when the
+    notebook is handed out. Any other error a piece raises on the small example call propagates as it is."""
     for name, piece in pieces.items():
         try:
             example_call(name, piece, samples_per_prompt)
@@ -336,8 +336,8 @@ def train(
     """
     r = recipe or Recipe()
     P, K = r.prompts_per_update, r.samples_per_prompt
-    require_written(K, leave_one_out_baseline=leave_one_out_baseline, kl_penalized_rewards=kl_penalized_rewards,
-                    policy_gradient_loss=policy_gradient_loss)
+    require_written(dict(leave_one_out_baseline=leave_one_out_baseline, kl_penalized_rewards=kl_penalized_rewards,
+                         policy_gradient_loss=policy_gradient_loss), K)
     model, reference, optimizer, sampler = start_run(r, model)
     train_prompts = encode_prompts(training_problems())
     picker = PromptPicker(len(train_prompts), sampler, prioritize=r.prioritize_prompts)
