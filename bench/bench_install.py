@@ -90,7 +90,8 @@ def main() -> None:
     assert shutil.which("npm", path=student_env["PATH"]) is None
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout.strip()
-    print(f"install benchmark: clones of {ROOT} at {head}, in {scratch}; {os.cpu_count()} CPUs")
+    print(f"install benchmark: clones of {ROOT} at {head}, in {scratch}; {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f} at the start")
     print("where pip finds the packages:\n" + where_pip_finds_packages())
 
     results = {}
@@ -105,9 +106,10 @@ def main() -> None:
 
     student, full = results["student"], results["full"]
     print()
-    print(f"{'':10s}{'make target':>14s}{'time (s)':>10s}{'venv (MiB)':>12s}{'node_modules':>14s}{'packages':>10s}")
+    print(f"{'':10s}{'make target':>14s}{'time (s)':>10s}{'venv (MiB)':>12s}{'node_modules (MiB)':>20s}"
+          f"{'packages':>10s}")
     for name, row in results.items():
-        print(f"{name:10s}{row['target']:>14s}{row['seconds']:10.1f}{row['venv']:12.0f}{row['node']:12.0f} M"
+        print(f"{name:10s}{row['target']:>14s}{row['seconds']:10.1f}{row['venv']:12.0f}{row['node']:20.0f}"
               f"{len(row['dists']):10d}")
     print(f"student / full: time {student['seconds'] / full['seconds']:.2f}, "
           f"venv {student['venv'] / full['venv']:.2f}, "
