@@ -10,6 +10,7 @@ the student sees) are saved under test-artifacts/demos/.
 The expected numbers are computed here from the chapter's formulas (or exact values worked out by
 hand from them), not read from the demo code.
 """
+import json
 import re
 import shutil
 
@@ -177,6 +178,9 @@ def check_fit_and_view(page, demo, selectors, shot) -> None:
     view = page.evaluate(IN_VIEW_JS, [demo.element_handle(), list(selectors)])
     page.wait_for_timeout(300)  # the scroll settles before the picture
     page.screenshot(path=str(shot))
+    measured = {"output_width_px": fit["width"], "demo_height_px": view["demo_height"],
+                "notebook_view_height_px": view["view_height"]}
+    shot.with_suffix(".json").write_text(json.dumps(measured))  # beside the screenshot, for the record
     low, high = LAPTOP_OUTPUT_WIDTH_PX
     assert low <= fit["width"] <= high, f"the output area is {fit['width']} px wide, not a laptop's"
     assert fit["problems"] == [], f"at {fit['width']} px (screenshot {shot.name}): " + "; ".join(fit["problems"])
@@ -232,6 +236,23 @@ def test_tilting_demo_fits_a_laptop_and_answers_its_beta_slider(open_notebook, a
     headers = page.locator(".lmpolicy-responses tr:first-child th").all_inner_texts()
     assert [h.strip() for h in headers] == ["response", "r", "true r", "pi_ref", "pi*", "pi_ref at T"]
     check_fit_and_view(page, demo, TILTING_MOVED_BY_BETA, shots_dir / "tilting-blind-spot.png")
+
+    # drag beta's handle to the left with the mouse, as the student does in 11.9(c): the picture
+    # and the readouts follow, and the picture is still where the student looks
+    readout = page.locator(".lmpolicy-tilting-beta .widget-readout")
+    picture = demo.locator("img").first
+    before = (float(readout.inner_text()), picture.get_attribute("src"))
+    handle = page.locator(".lmpolicy-tilting-beta .noUi-handle").bounding_box()
+    page.mouse.move(handle["x"] + handle["width"] / 2, handle["y"] + handle["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(handle["x"] + handle["width"] / 2 - 40, handle["y"] + handle["height"] / 2, steps=8)
+    page.mouse.up()
+    page.wait_for_function("([img, src]) => img.getAttribute('src') !== src",
+                           arg=[picture.element_handle(), before[1]], timeout=UPDATE_TIMEOUT_MS)
+    assert float(readout.inner_text()) < before[0]
+    view = page.locator(".jp-WindowedPanel-outer").bounding_box()
+    box = picture.bounding_box()
+    assert view["y"] <= box["y"] and box["y"] + box["height"] <= view["y"] + view["height"]
     edit_slider(page, "lmpolicy-tilting-beta", "0.1")
     # at the slider's beta nearest 0.1 (2 ** -3.3 = 0.1015) pi* piles onto cc: the chapter's proxy
     # reward of 1.58 (pi*(cc) ≈ 0.97 times 1.6) and true reward of 0.03

@@ -223,8 +223,9 @@ class TiltingDemo(WidgetDemo):
         controls = w.VBox([self.scenario_dropdown, self.beta_slider, self.temperature_slider,
                            self.temperature_toggle])
         self._refresh(rebuild=True)
-        box = w.VBox([title, w.HBox([controls, self.readout_panel]), self.legend, self._figure.widget,
-                      w.HBox([self.tree, self.responses_table]), notes])
+        row = w.Layout(flex_flow="row wrap")  # in a narrower output area the right part goes below
+        box = w.VBox([title, w.HBox([controls, self.readout_panel], layout=row), self.legend, self._figure.widget,
+                      w.HBox([self.tree, self.responses_table], layout=row), notes])
         box.add_class("lmpolicy-tilting-demo")
         return box
 
