@@ -2,26 +2,54 @@
 PYTHON   ?= python3
 VENV     := .venv
 BIN      := $(CURDIR)/$(VENV)/bin
-STAMP    := $(VENV)/.installed
 # Shells started from here (recipes, the terminals of `make lab`) find the venv's jupyter, nbgrader
 # and python first, and JupyterHub its proxy; Python processes of the grader need no help
 # (nbgrader_config.py sees to alembic).
 export PATH := $(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: install lab work-copy instructor test test-fast grade release bench clean
+.PHONY: install install-all lab work-copy instructor test test-fast grade release check-notebook bench clean
+
+# --- what each target installs ------------------------------------------------------------------------
+# One set of pins per file (requirements.txt says which is which); each set is installed with the sets it
+# builds on, so that pip resolves them together, and only when one of its files changed since. A student
+# needs python3 and make: npm (JupyterHub's proxy) is installed for the tests alone.
+PIP          := $(BIN)/python -m pip install --quiet --disable-pip-version-check
+SET_student  := requirements.txt
+SET_grader   := $(SET_student) requirements-grader.txt
+SET_hub      := $(SET_grader) requirements-hub.txt
+SET_test     := $(SET_hub) requirements-test.txt
+STUDENT      := $(VENV)/.installed
+GRADER       := $(VENV)/.pins-grader
+EVERYTHING   := $(STUDENT) $(VENV)/.pins-test node_modules/.installed
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(PIP) --upgrade pip
 
-$(STAMP): $(VENV)/bin/python requirements.txt pyproject.toml package.json
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
-	npm install --no-audit --no-fund --loglevel=error   # JupyterHub's configurable-http-proxy (package.json)
-	touch $(STAMP)
+.SECONDEXPANSION:
+$(VENV)/.pins-%: $$(SET_$$*) | $(VENV)/bin/python
+	$(PIP) $(addprefix -r ,$(SET_$*))
+	touch $@
 
-install: $(STAMP)
+# the student's set, then this package (lib/: lmpolicy and lmpolicy_grader), editable; pyproject.toml
+# holds its entry points, so a change there reinstalls the package, never the pins
+$(STUDENT): $(VENV)/.pins-student pyproject.toml
+	$(PIP) --no-deps --no-build-isolation -e .
+	touch $@
+
+# each larger set after the one beneath it: never two pip processes in one venv (make -j)
+$(VENV)/.pins-grader: | $(STUDENT)
+$(VENV)/.pins-hub: | $(VENV)/.pins-grader
+$(VENV)/.pins-test: | $(VENV)/.pins-hub
+
+# JupyterHub's configurable-http-proxy (package.json), for the deployment tests
+node_modules/.installed: package.json package-lock.json
+	npm install --no-audit --no-fund --loglevel=error
+	touch $@
+
+install: $(STUDENT)
+install-all: $(EVERYTHING)
 
 # Extra server flags (tests/browser starts these same targets with --no-browser, a port and a token).
 LAB_ARGS ?=
@@ -36,28 +64,39 @@ work-copy:
 	    test -e "$(CH11_COPY)/$${notebook##*/}" || cp "$$notebook" "$(CH11_COPY)/"; done
 
 # A student's JupyterLab: nbgrader's Validate, but not the instructor's tools (jupyter-config/student).
-lab: install work-copy
+lab: $(STUDENT) work-copy
 	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	LMPOLICY_WORK_DIR="$(CURDIR)/$(CH11_COPY)" \
 	$(JUPYTER_LAB) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
 # The instructor's JupyterLab: nbgrader's Formgrader, Create Assignment and Assignment List as installed.
-instructor: install
+instructor: $(STUDENT) $(GRADER)
 	$(JUPYTER_LAB) $(LAB_ARGS)
 
-test: install
+test: $(EVERYTHING)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
 
-test-fast: install
+test-fast: $(EVERYTHING)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
-release: install
+# nbgrader alone: nbgrader_config.py imports no grader-only package (tests/test_environment.py)
+release: $(STUDENT)
 	cd $(CURDIR) && $(BIN)/nbgrader generate_assignment ch11 --force --log-level=WARN
 
-grade: install
+# One notebook checked after a change (docs/instructors.md, "Adding an exercise"): its facts, then its release,
+# structure, validation, execution in both modes, typical wrong answers and grading (the ch11 corpus).
+NB ?=
+check-notebook: $(EVERYTHING)
+	@test -n "$(NB)" || { echo "usage: make check-notebook NB=02_temperature"; exit 2; }
+	$(BIN)/python -m lmpolicy.catalogue check $(NB)
+	$(MAKE) --no-print-directory release
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests/notebooks tests/lmpolicy_grader/test_ch11_corpus.py \
+	    -k "$$($(BIN)/python -m lmpolicy.catalogue pytest-k $(NB))"
+
+grade: $(STUDENT) $(GRADER)
 	$(BIN)/python -m lmpolicy_grader grade
 
-bench: install
+bench: $(EVERYTHING)
 	for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:

@@ -35,6 +35,7 @@ import sys
 import sysconfig
 import traceback
 import types
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -350,11 +351,13 @@ class _CellRecorder:
 
     def __init__(self):
         self.passed_in_cell: set[str] = set()
+        self.cell_source = ""  # the cell running now
         self.ran: dict[str, str] = {}  # cell id -> fingerprint of the code it last ran
         self._answer_cells: tuple[str, dict[str, str]] | None = None
 
     def pre_run_cell(self, info) -> None:
         self.passed_in_cell.clear()
+        self.cell_source = getattr(info, "raw_cell", "") or ""
 
     def answer_cells(self) -> dict[str, str]:
         """``{cell id: exercise key}`` of this kernel's notebook (JupyterLab names it in JPY_SESSION_NAME)."""
@@ -427,15 +430,26 @@ def _install_recorder() -> _CellRecorder | None:
     return _RECORDER
 
 
+@dataclass(frozen=True)
+class NameAdvice:
+    """What to do about a NameError; ``alone``: the advice says all, IPython's traceback would only hide it."""
+    text: str
+    alone: bool = False
+
+
 def explain_name_errors(shell, advice) -> None:
-    """Make a NameError that reaches a cell of IPython ``shell`` show IPython's own traceback, then
-    "✗ Not defined yet:" and ``advice(name, namespace)``: what to do about it."""
+    """Make a NameError that reaches a cell of IPython ``shell`` end with "✗ Not defined yet:" and
+    ``advice(name, namespace)``: what to do about it (a str, or a NameAdvice). IPython's own traceback
+    comes first, unless the advice is a NameAdvice that stands alone: then it is the one line shown."""
     def explain(shell, etype, value, tb, tb_offset=None) -> list[str]:
         shown = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
         try:
             name = getattr(value, "name", None)
             if name:
-                shown = [*shown, f"{RED}{BOLD}\u2717 Not defined yet:{RESET} {advice(name, shell.user_ns)}"]
+                found = advice(name, shell.user_ns)
+                found = found if isinstance(found, NameAdvice) else NameAdvice(str(found))
+                line = f"{RED}{BOLD}\u2717 Not defined yet:{RESET} {found.text}"
+                shown = [line] if found.alone else [*shown, line]
         except Exception:  # noqa: BLE001 - the advice must never hide the error itself
             pass
         sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %debug, as IPython's display
@@ -444,9 +458,10 @@ def explain_name_errors(shell, advice) -> None:
     shell.set_custom_exc((NameError,), explain)
 
 
-def _undefined_name_advice(name: str, namespace: dict) -> str:
+def _undefined_name_advice(name: str, namespace: dict) -> NameAdvice:
     """In the student's kernel: most often a cell ran before the cell that defines the name (after a
-    kernel restart, say); else the name is misspelt."""
+    kernel restart, say): then the advice is all there is to say. Else the name is misspelt: in the
+    student's own cell IPython's traceback shows the line, in a check cell only the check's insides."""
     path = Path(os.environ.get("JPY_SESSION_NAME", ""))
     cells = progress.notebook_cells(path) if path.suffix == ".ipynb" and path.exists() else []
     defining = [cell for cell in cells if cell.cell_type == "code" and name in binds([cell.source])]
@@ -454,13 +469,15 @@ def _undefined_name_advice(name: str, namespace: dict) -> str:
         key = progress.answer_cells(path.stem, path).get(getattr(defining[0], "id", None))
         where = (f"{progress.exercise(key).label}'s answer cell" if key in progress.EXERCISES_BY_KEY
                  else "a cell of this notebook")
-        return (f"{name} is defined in {where}, which has not run in this kernel: run it first. After a restart "
-                "(or to be sure), Run \u25b8 Run All Above runs every cell above this one.")
+        return NameAdvice(f"{name} is defined in {where}, which has not run in this kernel: run it first. After a "
+                          "restart (or to be sure), Run \u25b8 Run All Above runs every cell above this one.", alone=True)
     known = {n for cell in cells if cell.cell_type == "code" for n in binds([cell.source])}
     known |= {n for n in namespace if not n.startswith("_")}
     close = difflib.get_close_matches(name, sorted(known), n=1)
     unknown = f"nothing in this notebook defines {name}" if cells else f"{name} is not defined in this kernel"
-    return unknown + (f"; did you mean {close[0]}?" if close else ": check its spelling, or run the cell that defines it.")
+    in_a_check = _RECORDER is not None and bool(DONE_CALL.search(_RECORDER.cell_source))
+    return NameAdvice(unknown + (f"; did you mean {close[0]}?" if close
+                                 else ": check its spelling, or run the cell that defines it."), alone=in_a_check)
 
 
 # --- what a cell binds (the student's advice and the grader's no-credit rule read it alike) ----

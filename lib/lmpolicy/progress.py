@@ -1,9 +1,9 @@
 """The student's local record of their exercises, and the tables that read it.
 
 A visible check that runs in the student's kernel records its outcome here (``lmpolicy.checks``
-does the recording): passed, failing with its one-line reason, or "changed" when the answer it
-passed on has been run again with different code. The record is a small JSON file at
-``$LMPOLICY_PROGRESS_FILE`` or ``~/.lmpolicy/progress.json``:
+does the recording): passed, with the code of the answer cells it passed on, or failing with its
+one-line reason. The record is a small JSON file at ``$LMPOLICY_PROGRESS_FILE`` or
+``~/.lmpolicy/progress.json``:
 
     {"version": 2,
      "done": {"ex11_1a": "2026-11-30T15:02:11+00:00", ...},
@@ -12,15 +12,18 @@ passed on has been run again with different code. The record is a small JSON fil
 
 ``checks`` holds one entry per visible check cell of an exercise, keyed by the fingerprint of the
 check cell's code (the check cells are locked, so the fingerprint names the cell). ``done`` lists
-the exercises whose every recorded check passed on its current answer, with the time they first
-did; it is what version 1 of the format held, and a version 1 file is read as such.
+the exercises whose every recorded check passed, with the time they first did; it is what version 1
+of the format held, and a version 1 file is read as such.
 
-Written answers are not recorded: ``table()`` and ``notebook_summary()`` read them from the
-student's working copy of the notebooks (``working_copy()``), so a written answer counts only when
-its cell holds text other than the placeholder the release put there.
+A pass belongs to the answer that passed. The tables compare the answer cells a check passed on
+with the student's notebook as last saved: an answer saved since with other code shows "changed
+since its check passed: run the check", as does one run again in the kernel with other code
+(``record_answer_run``). Written answers are not recorded: the tables read them from the saved
+notebooks too, and one counts when its cell holds text other than the release's placeholder.
 
-``EXERCISES`` is the one list of the chapter's exercises and lab tasks, with the notebook that holds
-each; the graded items of an exercise are the nbgrader grade cells of its notebook.
+The chapter's exercises (``EXERCISES``, ``exercise(key)``) are not written here: ``lmpolicy.catalogue``
+reads them from the notebooks (keys from the grade ids, points from the cells, titles from each
+notebook's first cell), and ``chapter()`` says which notebooks.
 """
 from __future__ import annotations
 
@@ -29,114 +32,108 @@ import hashlib
 import html
 import json
 import os
+import re
+import sys
 import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from lmpolicy import catalogue
+from lmpolicy.catalogue import ASSIGNMENT, GRADE_ID_SEPARATOR, Exercise, exercise_key  # noqa: F401 (re-exported)
+
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 # The text nbgrader's release puts into a written-answer cell (ClearSolutions.text_stub).
 WRITTEN_PLACEHOLDER = "YOUR ANSWER HERE"
-ASSIGNMENT = "ch11"
 
 
-@dataclass(frozen=True)
-class Exercise:
-    key: str        # prefix of every grade_id of the exercise: "ex11_1a" -> "ex11_1a__tests"
-    label: str      # what a student reads: "11.1(a)"
-    notebook: str   # the source notebook's name, without ".ipynb"
-    title: str      # a few words on what it asks
+# --- where the notebooks are, and the chapter's exercises as they state them ------------------------
+
+def course_root() -> Path:
+    """The course folder (the one with ``release/``), from where this package is installed (``pip -e``)."""
+    return Path(__file__).resolve().parents[2]
 
 
-def _exercises(notebook: str, *rows: tuple[str, str, str]) -> list[Exercise]:
-    return [Exercise(key, label, notebook, title) for key, label, title in rows]
+def release_dir() -> Path:
+    return course_root() / "release" / ASSIGNMENT
 
 
-EXERCISES: tuple[Exercise, ...] = tuple(
-    _exercises(
-        "01_policy_softmax",
-        ("nb01_softmax", "softmax", "a numerically stable softmax"),
-        ("ex11_1a", "11.1(a)", "a response's probability and log-prob"),
-        ("ex11_1b", "11.1(b)", "the log-prob is a sum (proof)"),
-    )
-    + _exercises(
-        "02_temperature",
-        ("task2", "Lab Task 2", "sample_with_temperature"),
-        ("nb02_top_k", "top-k", "the top-k filter"),
-        ("nb02_top_p", "top-p", "the top-p (nucleus) filter"),
-        ("ex11_2a", "11.2(a)", "temperature as a power (proof)"),
-        ("ex11_2b", "11.2(b)", "the temperature that gives the top token 0.95"),
-        ("ex11_2c", "11.2(c)", "dH/dkappa = -kappa Var(z)"),
-    )
-    + _exercises(
-        "03_three_stages",
-        ("ex11_1c", "11.1(c)", "rejection-sampling fine-tuning vs REINFORCE"),
-        ("nb03_four_reasons", "why RL after SFT", "the four reasons (concept)"),
-    )
-    + _exercises(
-        "04_two_mdp_views",
-        ("ex11_3a", "11.3(a)", "the bandit policy gradient"),
-        ("ex11_3b", "11.3(b)", "the token-level gradient, with and without baseline"),
-        ("ex11_3c", "11.3(c)", "the chain rule for KL"),
-    )
-    + _exercises(
-        "05_tilted_optimum",
-        ("task4", "Lab Task 4", "tilted_optimum and kl_objective"),
-        ("task5", "Lab Task 5", "token_level_optimum"),
-        ("ex11_5a", "11.5(a)", "derive the tilted optimum"),
-        ("ex11_5b", "11.5(b)", "the worked example at beta = 0.5"),
-        ("ex11_5c", "11.5(c)", "the limits beta -> 0 and beta -> infinity"),
-        ("ex11_7a", "11.7(a)", "the power distribution as a tilted optimum"),
-        ("ex11_7b", "11.7(b)", "token temperature is not sequence temperature"),
-        ("ex11_7c", "11.7(c)", "the difference through soft values"),
-        ("ex11_8a", "11.8(a)", "where a reward model errs"),
-        ("ex11_8b", "11.8(b)", "the blind spot"),
-        ("ex11_8c", "11.8(c)", "reasons for and against beta > 0"),
-        ("ex11_8d", "11.8(d)", "clip and KL"),
-        ("ex11_9a", "11.9(a)", "tilting demo: beta = 0.5"),
-        ("ex11_9b", "11.9(b)", "tilting demo: temperature vs beta"),
-        ("ex11_9c", "11.9(c)", "tilting demo: the blind spot"),
-    )
-    + _exercises(
-        "06_kl_estimators",
-        ("task3", "Lab Task 3", "kl_estimators"),
-        ("ex11_4a", "11.4(a)", "k3 is non-negative"),
-        ("ex11_4b", "11.4(b)", "k3 is unbiased"),
-        ("ex11_4c", "11.4(c)", "k1 and k3 on a sharp policy"),
-        ("ex11_4d", "11.4(d)", "k3 from 16 samples"),
-        ("ex11_6a", "11.6(a)", "the gradient of the reverse KL"),
-        ("ex11_6b", "11.6(b)", "KL in the reward"),
-        ("ex11_6c", "11.6(c)", "KL in the loss: k1, k2, k3"),
-        ("ex11_9d", "11.9(d)", "KL demo: k3 at N = 16"),
-    )
-    + _exercises(
-        "07_logprob_plumbing",
-        ("task1a", "Lab Task 1a", "response_logprobs"),
-        ("task1b", "Lab Task 1b", "sequence_logprob with a mask"),
-    )
-    + _exercises(
-        "08_tinylm_reinforce",
-        ("nb08_baseline", "leave-one-out baseline", "the baseline from the other answers to the same prompt"),
-        ("nb08_kl_reward", "KL in the reward", "the k1 penalty folded into each answer's reward"),
-        ("nb08_pg_loss", "policy-gradient loss", "the REINFORCE loss over response tokens"),
-        ("ex11_10", "11.10", "the lab's questions"),
-    )
-)
-
-EXERCISES_BY_KEY: dict[str, Exercise] = {exercise.key: exercise for exercise in EXERCISES}
-NOTEBOOKS: tuple[str, ...] = tuple(dict.fromkeys(exercise.notebook for exercise in EXERCISES))
-GRADE_ID_SEPARATOR = "__"
+def working_copy() -> Path:
+    """The student's copy of the assignment: ``$LMPOLICY_WORK_DIR`` if set; else ``work/ch11`` in the
+    course folder (``make lab`` makes it once from ``release/ch11``) or, failing that, ``~/ch11`` (where
+    nbgrader's Fetch puts it on a JupyterHub), whichever exists; else ``work/ch11``."""
+    configured = os.environ.get("LMPOLICY_WORK_DIR")
+    if configured:
+        return Path(configured)
+    candidates = [course_root() / "work" / ASSIGNMENT, Path.home() / ASSIGNMENT]
+    return next((path for path in candidates if path.is_dir()), candidates[0])
 
 
-def exercise_key(grade_id: str) -> str:
-    """The exercise a cell belongs to, from its nbgrader grade id: ``ex11_1a__tests`` -> ``ex11_1a``.
+NOTEBOOK_FILES = "[0-9][0-9]_*.ipynb"
 
-    The one statement of the naming rule (docs/architecture.md, "Notebooks"): every grade id is the
-    exercise key, two underscores, and a name. A grade id without the separator is its own key.
+
+def catalogue_folder() -> Path | None:
+    """Where the chapter's exercises are read: the course's source notebooks where the course folder
+    has them (instructors, ``make lab``), else its release, else the student's copy (a JupyterHub's
+    student image holds neither); None when no folder holds them (a grading sandbox)."""
+    for folder in (course_root() / "source" / ASSIGNMENT, release_dir(), working_copy()):
+        if any(folder.glob(NOTEBOOK_FILES)):
+            return folder
+    return None
+
+
+_CHAPTER: dict[tuple, catalogue.Chapter] = {}
+
+
+def chapter() -> catalogue.Chapter:
+    """The chapter's exercises (``lmpolicy.catalogue.Chapter``), read again when one of its notebooks changes."""
+    folder = catalogue_folder()
+    if folder is None:
+        return catalogue.Chapter(Path(), (), ())
+    stamp = (str(folder), tuple((p.name, p.stat().st_mtime_ns) for p in sorted(folder.glob(NOTEBOOK_FILES))))
+    if stamp not in _CHAPTER:
+        _CHAPTER.clear()
+        _CHAPTER[stamp] = catalogue.Chapter.read(folder)
+    return _CHAPTER[stamp]
+
+
+def __getattr__(name: str):
+    """``EXERCISES`` (every exercise, notebook by notebook), ``EXERCISES_BY_KEY`` and ``NOTEBOOKS``: read
+    from the notebooks when first asked for (PEP 562), so importing this module reads nothing."""
+    if name == "EXERCISES":
+        return chapter().exercises
+    if name == "EXERCISES_BY_KEY":
+        return chapter().by_key()
+    if name == "NOTEBOOKS":
+        return chapter().notebooks
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def exercise(key: str) -> Exercise:
+    """The exercise with this key; a clear error for a key no notebook has.
+
+    Where no notebook can be read (a grading sandbox shows the kernel its own notebook only), any key of
+    a known form is accepted, with its label and no title: a check must never fail for that.
     """
-    return grade_id.split(GRADE_ID_SEPARATOR, 1)[0]
+    known = chapter()
+    found = known.by_key().get(key)
+    if found is not None:
+        return found
+    if not known.notebooks:
+        catalogue.label(key)  # ValueError for a key of no known form
+        return Exercise(key, "", "")
+    raise KeyError(f"unknown exercise key {key!r}: no grade_id in the notebooks of {known.folder} starts with "
+                   f"'{key}{GRADE_ID_SEPARATOR}'")
 
+
+def fingerprint(source: str) -> str:
+    """A short hash of a cell's code that ignores trailing blanks (what the kernel ran vs what is saved)."""
+    normalised = "\n".join(line.rstrip() for line in source.strip().splitlines())
+    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:16]
+
+
+# --- the record on disk ---------------------------------------------------------------------------
 
 class ProgressFileCorrupt(UserWarning):
     """The progress file could not be read; it was moved aside, not deleted."""
@@ -148,24 +145,9 @@ def progress_file() -> Path:
     return Path(configured) if configured else Path.home() / ".lmpolicy" / "progress.json"
 
 
-def exercise(key: str) -> Exercise:
-    """The exercise with this key; a clear error for a key that is not in ``EXERCISES``."""
-    try:
-        return EXERCISES_BY_KEY[key]
-    except KeyError:
-        raise KeyError(f"unknown exercise key {key!r}: lmpolicy.progress.EXERCISES lists the known ones") from None
-
-
-def fingerprint(source: str) -> str:
-    """A short hash of a cell's code that ignores trailing blanks (what the kernel ran vs what is saved)."""
-    normalised = "\n".join(line.rstrip() for line in source.strip().splitlines())
-    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:16]
-
-
-# --- the record on disk ---------------------------------------------------------------------------
-
 PASSED, FAILING, CHANGED = "passed", "failing", "changed"
 UNKNOWN_CHECK = "-"  # a check recorded outside a notebook kernel, whose cell is not known
+CHANGED_STATUS = "changed since its check passed: run the check"
 
 
 def _now() -> str:
@@ -219,7 +201,7 @@ def load_record() -> dict:
 
 
 def load() -> dict[str, str]:
-    """Exercises whose every recorded check passed on its current answer: ``{key: when first done}``."""
+    """Exercises whose every recorded check passed: ``{key: when first done}`` (whatever the saved answers)."""
     return load_record()["done"]
 
 
@@ -264,8 +246,16 @@ def _update(key: str, change) -> None:
 
 
 def record(key: str, check: str = UNKNOWN_CHECK, answer: dict[str, str] | None = None) -> None:
-    """A visible check of exercise ``key`` passed (``check``: its cell's fingerprint; ``answer``:
-    the fingerprints of the answer cells it ran on, by cell id). Keeps the time the exercise was first done."""
+    """A visible check of exercise ``key`` passed (``check``: its cell's fingerprint; ``answer``: the
+    fingerprints of the answer cells it ran on, by cell id). Keeps the time the exercise was first done.
+
+    In a notebook kernel, an answer cell of ``key`` missing from ``answer`` (it ran before the kernel
+    imported ``lmpolicy.checks``, whose recorder sees cells from then on) is taken from the kernel's
+    history (``answers_from_history``).
+    """
+    if answer is not None:
+        answer = {**answers_from_history(key, exclude=set(answer), check=check), **answer}
+
     def passed(runs):
         runs[check] = {"state": PASSED, "at": _now(), "reason": None, "answer": dict(answer or {})}
         if check != UNKNOWN_CHECK:  # a pass from a known cell supersedes one from an unknown cell
@@ -292,33 +282,48 @@ def record_answer_run(key: str, cell_id: str, answer_fingerprint: str) -> None:
         stale = [check for check, run in runs.items() if run["state"] == PASSED
                  and run.get("answer", {}).get(cell_id, answer_fingerprint) != answer_fingerprint]
         for check in stale:
-            runs[check] = {**runs[check], "state": CHANGED, "at": _now(),
-                           "reason": "your answer changed since its check passed: run the check again"}
+            runs[check] = {**runs[check], "state": CHANGED, "at": _now(), "reason": CHANGED_STATUS}
         return bool(stale)
     _update(key, changed)
 
 
-# --- the notebooks: where the student's copy is, what is graded in it -----------------------------
+def _kernel_notebook() -> tuple[object, Path] | None:
+    """(the IPython shell, its notebook) in a JupyterLab kernel (which names the notebook in
+    ``JPY_SESSION_NAME``); None elsewhere."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    path = Path(os.environ.get("JPY_SESSION_NAME", ""))
+    if shell is None or path.suffix != ".ipynb" or not path.exists():
+        return None
+    return shell, path
 
-def course_root() -> Path:
-    """The course folder (the one with ``release/``), from where this package is installed (``pip -e``)."""
-    return Path(__file__).resolve().parents[2]
+
+def answers_from_history(key: str, exclude: set[str] = frozenset(), check: str = UNKNOWN_CHECK) -> dict[str, str]:
+    """``{cell id: fingerprint}`` of the answer cells of ``key`` as this kernel last ran them, read from
+    its input history: for each answer cell of the kernel's notebook (but those in ``exclude``), the last
+    code run before the check (fingerprint ``check``) that binds a name the cell binds. Empty outside a
+    notebook kernel; a cell whose names no code in the history binds is left out (its pass cannot be
+    compared with the saved answer, and shows as passed)."""
+    found = _kernel_notebook()
+    if found is None:
+        return {}
+    shell, path = found
+    from lmpolicy.checks import binds  # the one reading of what a cell binds; checks imports this module
+
+    history = [source for source in getattr(shell.history_manager, "input_hist_raw", [])
+               if source.strip() and fingerprint(source) != check]
+    answers = {}
+    for cell in notebook_cells(path):
+        if getattr(cell, "id", None) in exclude or answer_cells_of([cell]).get(getattr(cell, "id", None)) != key:
+            continue
+        names = binds([cell.source])
+        ran = next((source for source in reversed(history) if names & binds([source])), None)
+        if names and ran is not None:
+            answers[cell.id] = fingerprint(ran)
+    return answers
 
 
-def release_dir() -> Path:
-    return course_root() / "release" / ASSIGNMENT
-
-
-def working_copy() -> Path:
-    """The student's copy of the assignment: ``$LMPOLICY_WORK_DIR`` if set; else ``work/ch11`` in the
-    course folder (``make lab`` makes it once from ``release/ch11``) or, failing that, ``~/ch11`` (where
-    nbgrader's Fetch puts it on a JupyterHub), whichever exists; else ``work/ch11``."""
-    configured = os.environ.get("LMPOLICY_WORK_DIR")
-    if configured:
-        return Path(configured)
-    candidates = [course_root() / "work" / ASSIGNMENT, Path.home() / ASSIGNMENT]
-    return next((path for path in candidates if path.is_dir()), candidates[0])
-
+# --- the notebooks: what is graded in the student's copy -----------------------------------------
 
 @dataclass(frozen=True)
 class GradedItem:
@@ -345,36 +350,44 @@ def notebook_cells(path: Path) -> list:
     return list(_read(path).cells) if path.exists() else []
 
 
+def _student_cells(name: str, student_notebook: Path | None = None) -> list:
+    """The cells of notebook ``name`` as the student's copy holds them (``student_notebook`` or
+    ``working_copy()/name.ipynb``), else as the release has them."""
+    return (notebook_cells(student_notebook or working_copy() / f"{name}.ipynb")
+            or notebook_cells(release_dir() / f"{name}.ipynb"))
+
+
 def graded_items(name: str, student_notebook: Path | None = None) -> list[GradedItem]:
     """The grade cells of notebook ``name``, in order, as the student's copy holds them.
 
-    The student's copy is ``student_notebook`` or ``working_copy()/name.ipynb``; when it does not
-    exist the release copy is read, so the list is complete even before the student starts.
+    When the student's copy does not exist the release copy is read, so the list is complete even
+    before the student starts.
     """
-    release_path = release_dir() / f"{name}.ipynb"
-    student_path = student_notebook or working_copy() / f"{name}.ipynb"
-    release = {_nbgrader(c).get("grade_id"): c for c in notebook_cells(release_path)}
-    cells = notebook_cells(student_path) or list(release.values())
+    release = {_nbgrader(c).get("grade_id"): c for c in notebook_cells(release_dir() / f"{name}.ipynb")}
+    known = chapter().by_key()
     items = []
-    for cell in cells:
+    for cell in _student_cells(name, student_notebook) or list(release.values()):
         meta = _nbgrader(cell)
         grade_id = meta.get("grade_id")
-        if not meta.get("grade") or not grade_id or exercise_key(grade_id) not in EXERCISES_BY_KEY:
+        if not meta.get("grade") or not grade_id or exercise_key(grade_id) not in known:
             continue
         written = cell.cell_type == "markdown"
         placeholder = release.get(grade_id, {}).get("source", WRITTEN_PLACEHOLDER) if written else ""
-        items.append(GradedItem(EXERCISES_BY_KEY[exercise_key(grade_id)], grade_id, written,
+        items.append(GradedItem(known[exercise_key(grade_id)], grade_id, written,
                                 float(meta.get("points") or 0), cell.source, placeholder))
     return items
 
 
-def answer_cells(name: str, student_notebook: Path | None = None) -> dict[str, str]:
-    """``{cell id: exercise key}`` of the code answer cells of notebook ``name``."""
-    path = student_notebook or working_copy() / f"{name}.ipynb"
-    cells = notebook_cells(path) or notebook_cells(release_dir() / f"{name}.ipynb")
+def answer_cells_of(cells) -> dict[str, str]:
+    """``{cell id: exercise key}`` of the code answer cells among ``cells``."""
     return {cell.id: exercise_key(_nbgrader(cell)["grade_id"]) for cell in cells
             if cell.cell_type == "code" and _nbgrader(cell).get("solution") and _nbgrader(cell).get("grade_id")
             and getattr(cell, "id", None)}
+
+
+def answer_cells(name: str, student_notebook: Path | None = None) -> dict[str, str]:
+    """``{cell id: exercise key}`` of the code answer cells of notebook ``name``."""
+    return answer_cells_of(_student_cells(name, student_notebook))
 
 
 def is_written(source: str, placeholder: str = WRITTEN_PLACEHOLDER) -> bool:
@@ -389,34 +402,43 @@ def is_written(source: str, placeholder: str = WRITTEN_PLACEHOLDER) -> bool:
 class ItemState:
     item: GradedItem
     done: bool
-    status: str  # "passed", "failing: <reason>", "not attempted", "answered", "still empty", ...
+    status: str  # "passed", "failing: <reason>", "changed since ...", "not attempted", "answered", "still empty"
 
     @property
     def part(self) -> str:
         return "written answer" if self.item.written else "visible check"
 
 
-def _check_state(item: GradedItem, runs: dict) -> tuple[bool, str]:
+def _check_state(item: GradedItem, runs: dict, saved: dict[str, str]) -> tuple[bool, str]:
+    """The state of a check cell from its recorded runs; ``saved``: the fingerprints of the code cells of
+    the student's notebook as last saved, by cell id."""
     run = runs.get(fingerprint(item.source))
     if run is None and set(runs) == {UNKNOWN_CHECK}:
         run = runs[UNKNOWN_CHECK]  # recorded where the check's cell was not known (format 1, scripts)
     if run is None:
         return False, "not attempted"
     if run["state"] == PASSED:
+        passed_on = run.get("answer") or {}
+        if any(saved.get(cell) != code for cell, code in passed_on.items()):
+            return False, CHANGED_STATUS  # the saved answer is not the one that passed
         return True, "passed"
+    if run["state"] == CHANGED:
+        return False, CHANGED_STATUS
     return False, f"{run['state']}: {run.get('reason') or 'no reason recorded'}"
 
 
 def item_states(name: str, record_data: dict | None = None, student_notebook: Path | None = None) -> list[ItemState]:
-    """Every graded item of notebook ``name`` with its state, from the record and the student's copy."""
+    """Every graded item of notebook ``name`` with its state, from the record and the student's saved copy."""
     data = record_data if record_data is not None else load_record()
+    saved = {cell.id: fingerprint(cell.source) for cell in _student_cells(name, student_notebook)
+             if cell.cell_type == "code" and getattr(cell, "id", None)}
     states = []
     for item in graded_items(name, student_notebook):
         if item.written:
             answered = is_written(item.source, item.placeholder)
             states.append(ItemState(item, answered, "answered" if answered else "still empty"))
         else:
-            states.append(ItemState(item, *_check_state(item, data["checks"].get(item.exercise.key, {}))))
+            states.append(ItemState(item, *_check_state(item, data["checks"].get(item.exercise.key, {}), saved)))
     return states
 
 
@@ -433,6 +455,9 @@ def _points(value: float) -> str:
     return f"{value:g}"
 
 
+_CODE, _AS_CODE = re.compile(r"`([^`]+)`"), r"<code>\1</code>"
+
+
 class ProgressTable(list):
     """Rows ``(exercise, what, part, points, status)`` with a total row per notebook and one for the
     course; shows as an HTML table in Jupyter and as aligned text when printed."""
@@ -445,21 +470,22 @@ class ProgressTable(list):
 
     def _repr_html_(self) -> str:
         # JupyterLab right-aligns output tables; words read better left-aligned (inline: the
-        # output sanitizer drops <style> elements)
+        # output sanitizer drops <style> elements). A title's `code` shows as code.
         def row(cells, tag="td", style=""):
-            return f"<tr{style}>" + "".join(f'<{tag} style="text-align:left">{html.escape(str(c))}</{tag}>'
+            return f"<tr{style}>" + "".join(f'<{tag} style="text-align:left">'
+                                            f'{_CODE.sub(_AS_CODE, html.escape(str(c)))}</{tag}>'
                                             for c in cells) + "</tr>"
 
         body = "".join(row(r, style=' style="font-weight:bold"' if r[0].startswith(("notebook", "course")) else "")
                        for r in self)
-        note = f"<p>Written answers as last saved in <code>{html.escape(str(self.source))}</code>.</p>"
+        note = f"<p>Written answers and code answers as last saved in <code>{html.escape(str(self.source))}</code>.</p>"
         return f"<table>{row(self.HEADER, 'th')}{body}</table>{note}"
 
     def __str__(self) -> str:
         rows = [self.HEADER, *self]
         widths = [max(len(str(r[i])) for r in rows) for i in range(len(self.HEADER))]
         lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-        return "\n".join(lines + [f"(written answers as last saved in {self.source})"])
+        return "\n".join(lines + [f"(answers as last saved in {self.source})"])
 
 
 def _total(label: str, states: list[ItemState]) -> tuple:
@@ -470,10 +496,10 @@ def _total(label: str, states: list[ItemState]) -> tuple:
 
 
 def table() -> ProgressTable:
-    """Every graded item of the eight notebooks with its state; a total per notebook and for the course."""
+    """Every graded item of the chapter's notebooks with its state; a total per notebook and for the course."""
     data = load_record()
     rows, everything = [], []
-    for name in NOTEBOOKS:
+    for name in chapter().notebooks:
         states = item_states(name, data)
         for state in states:
             rows.append((_item_label(state, states), state.item.exercise.title, state.part,
@@ -489,7 +515,7 @@ def notebook_summary(name: str, student_notebook: Path | None = None) -> str:
     states = item_states(name, student_notebook=student_notebook)
     if not states:
         raise ValueError(f"no graded cells found for notebook {name!r}: the notebooks are "
-                         f"{', '.join(NOTEBOOKS)}")
+                         f"{', '.join(chapter().notebooks)}")
     marks = {True: "\u2713", False: "\u2717"}
     lines = []
     width = max(len(_item_label(s, states)) + len(s.part) + 1 for s in states)
@@ -500,5 +526,5 @@ def notebook_summary(name: str, student_notebook: Path | None = None) -> str:
     done = [s for s in states if s.done]
     header = (f"{name}: {len(done)} of {len(states)} graded items done "
               f"({_points(sum(s.item.points for s in done))} of {_points(sum(s.item.points for s in states))} points)")
-    footer = "(checks as they last ran; written answers as last saved: save the notebook (Ctrl+S) first)"
+    footer = "(checks as they last ran, on your answers as last saved: save the notebook (Ctrl+S) first)"
     return "\n".join([header, *lines, footer])

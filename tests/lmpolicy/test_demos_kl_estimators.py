@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+from matplotlib.text import Text
 
 from lmpolicy.demos.base import GRADER_NOTE
 from lmpolicy.demos.kl_estimators import BATCHES_PER_PLAY_STEP, KLEstimatorDemo
@@ -208,3 +209,33 @@ def test_estimates_beyond_the_histogram_range_are_counted_at_its_edge():
     assert not demo._histograms["k3"]["beyond"]["below"].get_visible()
     demo.reset_button.click()
     assert not any(text.get_visible() for parts in demo._histograms.values() for text in parts["beyond"].values())
+
+
+def test_moving_x_or_n_says_that_it_cleared_the_batches(demo):
+    assert "Moving x or N clears the batches" in demo.status_line.value  # said before it happens
+    demo.draw(5)
+    demo.x_slider.value = -0.5
+    assert demo.readouts()["batches"] == 0
+    assert "x moved from 0.20 to -0.50, so the 5 batches drawn before were cleared" in demo.status_line.value
+    demo.draw_button.click()
+    demo.tokens_selector.value = 64
+    assert "N changed from 16 to 64, so the one batch drawn before was cleared" in demo.status_line.value
+    demo.x_slider.value = 0.0  # nothing drawn since: nothing cleared, the last message stays true
+    assert "N changed from 16 to 64" in demo.status_line.value
+    demo.draw(2)
+    demo.reset_button.click()  # the student cleared them: back to the plain rule
+    assert "Moving x or N clears the batches" in demo.status_line.value
+
+
+def test_every_histogram_numbers_its_ticks_and_the_log_ratio_axis_is_named(demo):
+    demo.x_slider.value = 1.0
+    demo.draw(50)
+    for name, parts in demo._histograms.items():
+        marks = parts["tick_marks"].get_xdata()
+        numbers = [float(label.get_text()) for label in parts["tick_labels"] if label.get_visible()]
+        assert len(numbers) >= 3 and numbers == pytest.approx(list(marks)), name  # a number under every mark
+        left, right = parts["axes"].get_xlim()
+        assert all(left < value < right for value in numbers), name
+    texts = [text.get_text() for text in demo._curves_figure.figure.findobj(Text)]
+    assert any("log-ratio" in text and r"\ell" in text for text in texts), texts
+    assert "k3 = e^(−ℓ) − 1 + ℓ" in demo.table.value and "= l" not in demo.table.value

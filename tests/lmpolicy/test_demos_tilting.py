@@ -148,7 +148,7 @@ def test_likely_answers_temperature_helps_but_never_beats_the_optimum(worked):
 def test_blind_spot_true_reward_peaks_near_0_43_then_collapses():
     shown = TiltingDemo(scenario="blind_spot")
     shown.widget
-    assert shown._true_line.get_visible() and shown._true_caption.layout.display is None
+    assert shown._true_line.get_visible() and "true reward" in shown.legend.value
     grid = slider_grid(shown.beta_slider)
     demo = TiltingDemo(scenario="blind_spot")  # no widget: the sweep needs only the numbers
     true_rewards = []
@@ -168,7 +168,7 @@ def test_blind_spot_true_reward_peaks_near_0_43_then_collapses():
     assert readouts["true_expected_reward"] == pytest.approx(sum(brute[y] * t for y, t in
                                                                   zip(scenario.model.responses, scenario.true_rewards)))
     shown.scenario_dropdown.value = "worked"
-    assert not shown._true_line.get_visible() and shown._true_caption.layout.display == "none"
+    assert not shown._true_line.get_visible() and "true reward" not in shown.legend.value
 
 
 @pytest.mark.parametrize("kwargs, fragment", [

@@ -1,4 +1,5 @@
-"""lmpolicy.progress: the local record survives corruption and lists every exercise once."""
+"""lmpolicy.progress: the local record survives corruption, lists every exercise once, and a pass belongs
+to the answer that passed."""
 import json
 import re
 import shutil
@@ -83,38 +84,50 @@ def test_the_exercise_list_covers_the_chapter_and_the_lab_once_each():
     for exercise in progress.EXERCISES:
         assert re.fullmatch(r"(ex11_\d+[a-z]?|task\d[ab]?|nb\d\d_[a-z0-9_]+)", exercise.key), exercise.key
         assert re.fullmatch(r"\d\d_[a-z0-9_]+", exercise.notebook), exercise.notebook
+    labels = [exercise.label for exercise in progress.EXERCISES]
+    assert len(labels) == len(set(labels)), "two exercises read the same to a student"
 
 
 def release_cells(name):
     return nbformat.read(progress.release_dir() / f"{name}.ipynb", as_version=4).cells
 
 
-def stated_points(name) -> float:
-    """The notebook's total as its first cell states it ("worth **7 points**")."""
-    return float(re.search(r"(\d+(?:\.\d+)?) points", release_cells(name)[0].source).group(1))
+def grade_cells(name) -> list:
+    return [c for c in release_cells(name) if c.metadata.get("nbgrader", {}).get("grade")]
+
+
+def cell_points(name) -> float:
+    """The notebook's points, summed over its graded cells' metadata."""
+    return sum(float(c.metadata["nbgrader"]["points"]) for c in grade_cells(name))
 
 
 def test_table_has_a_row_per_graded_cell_and_totals_per_notebook_and_course(progress_path):
     progress.record("ex11_2b")
     rows = progress.table()
-    grade_cells = {name: [c for c in release_cells(name) if c.metadata.get("nbgrader", {}).get("grade")]
-                   for name in progress.NOTEBOOKS}
-    assert len(rows) == sum(len(cells) for cells in grade_cells.values()) + len(progress.NOTEBOOKS) + 1
+    assert len(rows) == sum(len(grade_cells(name)) for name in progress.NOTEBOOKS) + len(progress.NOTEBOOKS) + 1
     status = {(label, part): state for label, _, part, _, state in rows}
-    assert status["11.2(b)", "visible check"] == "passed"
-    assert status["11.2(a)", "written answer"] == "still empty"
+    assert status["Exercise 11.2(b)", "visible check"] == "passed"
+    assert status["Exercise 11.2(a)", "written answer"] == "still empty"
     # 07's written question has its own row, under the exercise it belongs to
     assert status["Lab Task 1b", "visible check"] == "not attempted"
     assert status["Lab Task 1b", "written answer"] == "still empty"
     totals = {label: (items, points) for label, _, items, points, _ in rows if label.startswith(("notebook", "course"))}
+    worth = next(float(c.metadata["nbgrader"]["points"]) for c in grade_cells("02_temperature")
+                 if grade_id(c) == "ex11_2b__tests")
     for name in progress.NOTEBOOKS:
-        done_items, done_points = (1, 2) if name == "02_temperature" else (0, 0)  # 11.2(b) is worth 2
-        assert totals[f"notebook {name}"] == (f"{done_items} of {len(grade_cells[name])} items done",
-                                              f"{done_points} of {stated_points(name):g}")
-    assert totals["course total"][1] == f"2 of {sum(stated_points(n) for n in progress.NOTEBOOKS):g}"
+        done_items, done_points = (1, worth) if name == "02_temperature" else (0, 0)
+        assert totals[f"notebook {name}"] == (f"{done_items} of {len(grade_cells(name))} items done",
+                                              f"{done_points:g} of {cell_points(name):g}")
+    assert totals["course total"][1] == f"{worth:g} of {sum(cell_points(n) for n in progress.NOTEBOOKS):g}"
     html = rows._repr_html_()
     assert html.count("<tr") == len(rows) + 1 and '<td style="text-align:left">passed</td>' in html
-    assert "11.2(b)" in str(rows)
+    assert "Exercise 11.2(b)" in str(rows)
+    # a title's `code` shows as code, not as backquotes
+    assert "<code>sample_with_temperature</code>" in html and "`" not in html
+
+
+def grade_id(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
 
 
 @pytest.fixture
@@ -201,13 +214,12 @@ def test_a_file_from_a_newer_format_is_moved_aside_not_overwritten(progress_path
     assert json.loads(aside.read_text())["version"] == 99
 
 
-@pytest.mark.parametrize("name", progress.NOTEBOOKS)
+@pytest.mark.parametrize("name", progress.chapter().notebooks)
 def test_each_notebooks_summary_has_a_line_per_graded_cell(name, progress_path, monkeypatch, tmp_path):
     monkeypatch.setenv("LMPOLICY_WORK_DIR", str(tmp_path / "no-copy"))  # the release: nothing done yet
     lines = progress.notebook_summary(name).splitlines()
-    grade_cells = [c for c in release_cells(name) if c.metadata.get("nbgrader", {}).get("grade")]
-    assert lines[0] == f"{name}: 0 of {len(grade_cells)} graded items done (0 of {stated_points(name):g} points)"
-    assert len(lines) == len(grade_cells) + 2
+    assert lines[0] == f"{name}: 0 of {len(grade_cells(name))} graded items done (0 of {cell_points(name):g} points)"
+    assert len(lines) == len(grade_cells(name)) + 2
     assert all(line.endswith(("not attempted", "still empty")) for line in lines[1:-1])
 
 
@@ -221,7 +233,79 @@ def test_kernels_recording_at_the_same_time_lose_nothing(progress_path):
     import multiprocessing
 
     keys = [ex.key for ex in progress.EXERCISES[:12]]
+    assert len(keys) == 12
     context = multiprocessing.get_context("spawn")
     with context.Pool(4) as pool:
         pool.starmap(progress.record, [(key, f"check-{key}") for key in keys])
     assert set(progress.load()) == set(keys)
+
+
+STABLE = "def softmax(logits, dim=-1):\n    shifted = logits - logits.max(dim=dim, keepdim=True).values\n" \
+         "    return shifted.exp() / shifted.exp().sum(dim=dim, keepdim=True)\n"
+UNSHIFTED = "def softmax(logits, dim=-1):\n    return logits.exp() / logits.exp().sum(dim=dim, keepdim=True)\n"
+
+
+def softmax_state(**kwargs):
+    (state,) = [s for s in progress.item_states("01_policy_softmax", **kwargs) if s.item.exercise.key == "nb01_softmax"]
+    return state
+
+
+def test_a_pass_belongs_to_the_answer_it_passed_on_as_the_saved_notebook_shows(progress_path, working_copy):
+    check = next(c.source for c in release_cells("01_policy_softmax") if grade_id(c) == "nb01_softmax__tests")
+    write_answer(working_copy, "01_policy_softmax", "nb01_softmax__answer", STABLE)
+    progress.record("nb01_softmax", progress.fingerprint(check), {"nb01_softmax__answer": progress.fingerprint(STABLE)})
+    assert softmax_state().done and softmax_state().status == "passed"
+
+    write_answer(working_copy, "01_policy_softmax", "nb01_softmax__answer", UNSHIFTED)  # saved, never run
+    assert not softmax_state().done
+    assert softmax_state().status == "changed since its check passed: run the check"
+    summary = progress.notebook_summary("01_policy_softmax").splitlines()
+    assert summary[0].startswith("01_policy_softmax: 0 of ")
+    assert "\u2717 Exercise 01.softmax visible check  changed since its check passed: run the check" in summary
+    rows = {row[0]: row for row in progress.table()}
+    assert rows["Exercise 01.softmax"][4] == "changed since its check passed: run the check"
+
+    write_answer(working_copy, "01_policy_softmax", "nb01_softmax__answer", STABLE + "   \n")  # the same code again
+    assert softmax_state().done
+
+
+def test_a_pass_recorded_without_its_answer_stays_passed(progress_path, working_copy):
+    """A check recorded by a script or by an older lmpolicy names no answer cell: nothing to compare."""
+    check = next(c.source for c in release_cells("01_policy_softmax") if grade_id(c) == "nb01_softmax__tests")
+    progress.record("nb01_softmax", progress.fingerprint(check))
+    write_answer(working_copy, "01_policy_softmax", "nb01_softmax__answer", UNSHIFTED)
+    assert softmax_state().status == "passed"
+
+
+def test_a_deleted_answer_cell_is_not_the_answer_that_passed(progress_path, working_copy):
+    check = next(c.source for c in release_cells("01_policy_softmax") if grade_id(c) == "nb01_softmax__tests")
+    progress.record("nb01_softmax", progress.fingerprint(check), {"nb01_softmax__answer": progress.fingerprint(STABLE)})
+    path = working_copy / "01_policy_softmax.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells = [c for c in nb.cells if grade_id(c) != "nb01_softmax__answer"]
+    nbformat.write(nb, path)
+    assert softmax_state().status == "changed since its check passed: run the check"
+
+
+def test_an_answer_run_again_with_other_code_shows_changed_with_what_to_do(progress_path):
+    progress.record("task2", check="c", answer={"answer-cell": progress.fingerprint("def f(): return 1")})
+    progress.record_answer_run("task2", "answer-cell", progress.fingerprint("def f(): return 2"))
+    runs = {"c": progress.load_record()["checks"]["task2"]["c"]}
+    item = progress.GradedItem(progress.exercise("task2"), "task2__tests", False, 3.0, "", "")
+    assert progress._check_state(item, {progress.fingerprint(""): runs["c"]}, {}) == (
+        False, "changed since its check passed: run the check")
+
+
+def test_the_exercises_are_read_from_the_notebooks_of_the_course(monkeypatch, tmp_path):
+    """Source first (instructors, `make lab`), else the release, else the student's copy (a hub's student image)."""
+    monkeypatch.setattr(progress, "course_root", lambda: tmp_path / "course")
+    monkeypatch.setenv("LMPOLICY_WORK_DIR", str(tmp_path / "fetched"))
+    assert progress.catalogue_folder() is None
+    assert progress.exercise("ex11_1a").label == "Exercise 11.1(a)"  # a grading sandbox: the key's own label
+    shutil.copytree(progress.catalogue.source_folder(), tmp_path / "fetched")
+    assert progress.catalogue_folder() == tmp_path / "fetched"
+    assert progress.exercise("ex11_1a").notebook == "01_policy_softmax"
+    with pytest.raises(KeyError, match="unknown exercise key 'ex11_1z'"):
+        progress.exercise("ex11_1z")
+    shutil.copytree(tmp_path / "fetched", tmp_path / "course" / "source" / "ch11")
+    assert progress.catalogue_folder() == tmp_path / "course" / "source" / "ch11"

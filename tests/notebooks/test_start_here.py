@@ -1,4 +1,6 @@
-"""notebooks/00_start_here.ipynb runs, links to the student's copy and shows the progress table."""
+"""notebooks/00_start_here.ipynb runs, links to the student's copy and shows the progress table, which
+never says "passed" for an answer other than the one that passed."""
+import html as html_text
 import json
 import re
 import shutil
@@ -8,7 +10,7 @@ import pytest
 
 from lmpolicy import progress
 
-from .notebook_tools import ROOT, RELEASE_DIR, execute, grade_id, read
+from .notebook_tools import ROOT, RELEASE_DIR, client, execute, grade_id, kernel_env, read, run_cell
 
 START_HERE = ROOT / "notebooks" / "00_start_here.ipynb"
 
@@ -19,11 +21,33 @@ def test_start_here_is_committed_without_outputs():
             assert cell.outputs == [] and cell.execution_count is None
 
 
-def test_start_here_links_every_notebook_of_the_students_copy():
+def test_start_here_links_every_notebook_of_the_students_copy_as_a_link_not_as_code():
     text = "\n".join(cell.source for cell in read(START_HERE).cells if cell.cell_type == "markdown")
-    links = re.findall(r"\]\((\.\./work/ch11/[^)]+\.ipynb)\)", text)
-    assert sorted(links) == [f"../work/ch11/{path.name}" for path in sorted(RELEASE_DIR.glob("*.ipynb"))]
+    links = re.findall(r"\[([^\]]*)\]\((\.\./work/ch11/[^)]+\.ipynb)\)", text)
+    assert sorted(target for _, target in links) == [f"../work/ch11/{path.name}"
+                                                     for path in sorted(RELEASE_DIR.glob("*.ipynb"))]
+    every_link = re.findall(r"\[([^\]]*)\]\([^)]+\.ipynb\)", text)
+    assert every_link and not [name for name in every_link if "`" in name], \
+        "a link text in backquotes renders as code, not as a link"
     assert "copy that folder" not in text.lower()
+
+
+def html_of(nb) -> str:
+    return "".join(output.get("data", {}).get("text/html", "") for cell in nb.cells if cell.cell_type == "code"
+                   for output in cell.outputs).replace(' style="text-align:left"', "")
+
+
+def row_of(html: str, label: str) -> str:
+    """The table row whose first cell is ``label``."""
+    return re.search(rf"<tr><td>{re.escape(label)}</td>.*?</tr>", html).group(0)
+
+
+def graded_cells(name: str) -> list:
+    return [c for c in read(RELEASE_DIR / f"{name}.ipynb").cells if c.metadata.get("nbgrader", {}).get("grade")]
+
+
+def points_of(cells) -> str:
+    return f"{sum(float(c.metadata['nbgrader']['points']) for c in cells):g}"
 
 
 @pytest.mark.slow
@@ -42,16 +66,88 @@ def test_start_here_shows_each_graded_item_with_its_state_and_the_totals(tmp_pat
         "ex11_3b": {progress.fingerprint(check.source): {"state": "passed", "at": "2026-01-01T00:00:00+00:00"}},
         "task2": {progress.fingerprint(failing.source): {"state": "failing", "at": "2026-01-01T00:00:00+00:00", "reason": "returned NaN"}}}}))
 
-    nb = execute(read(START_HERE), grader=False, progress_file=progress_file)
-    html = "".join(output.get("data", {}).get("text/html", "") for cell in nb.cells if cell.cell_type == "code"
-                   for output in cell.outputs).replace(' style="text-align:left"', "")
-    grade_cells = sum(1 for path in RELEASE_DIR.glob("*.ipynb") for c in read(path).cells
-                      if c.metadata.get("nbgrader", {}).get("grade"))
-    assert html.count("<tr>") + html.count("<tr ") == 1 + grade_cells + len(progress.NOTEBOOKS) + 1  # header, items, totals
-    assert ("<td>11.3(b)</td><td>the token-level gradient, with and without baseline</td><td>visible check</td>"
-            "<td>3</td><td>passed</td>") in html
-    assert "<td>11.1(b)</td><td>the log-prob is a sum (proof)</td><td>written answer</td><td>2</td><td>answered</td>" in html
-    assert "<td>Lab Task 2</td><td>sample_with_temperature</td><td>visible check</td><td>3</td><td>failing: returned NaN</td>" in html
+    html = html_of(execute(read(START_HERE), grader=False, progress_file=progress_file))
+    names = sorted(path.stem for path in RELEASE_DIR.glob("*.ipynb"))
+    every = [c for name in names for c in graded_cells(name)]
+    assert html.count("<tr>") + html.count("<tr ") == 1 + len(every) + len(names) + 1  # header, items, totals
+    ex11_3b, ex11_1b = progress.exercise("ex11_3b"), progress.exercise("ex11_1b")
+    assert "<td>visible check</td><td>3</td><td>passed</td>" in row_of(html, "Exercise 11.3(b)")
+    assert f"<td>{html_text.escape(ex11_3b.title)}</td>" in row_of(html, "Exercise 11.3(b)")
+    assert f"<td>{html_text.escape(ex11_1b.title)}</td><td>written answer</td><td>2</td><td>answered</td>" in row_of(html, "Exercise 11.1(b)")
+    assert "<td>visible check</td><td>3</td><td>failing: returned NaN</td>" in row_of(html, "Lab Task 2")
     assert html.count("<td>passed</td>") == 1 and html.count("<td>answered</td>") == 1
-    assert "<td>notebook 01_policy_softmax</td><td></td><td>1 of 3 items done</td><td>2 of 7</td>" in html
-    assert re.search(r"<td>course total</td><td></td><td>2 of \d+ items done</td><td>5 of \d+</td>", html)
+    nb01_cells = graded_cells("01_policy_softmax")
+    assert (f"<td>notebook 01_policy_softmax</td><td></td><td>1 of {len(nb01_cells)} items done</td>"
+            f"<td>2 of {points_of(nb01_cells)}</td>") in html
+    assert (f"<td>course total</td><td></td><td>2 of {len(every)} items done</td><td>5 of {points_of(every)}</td>"
+            in html)
+
+
+# a numerically stable softmax, and the formula as written (NaN for logits near 1000): the student's words
+STABLE = ("def softmax(logits, dim=-1):\n"
+          "    shifted = logits - logits.max(dim=dim, keepdim=True).values\n"
+          "    weights = torch.exp(shifted)\n"
+          "    return weights / weights.sum(dim=dim, keepdim=True)\n")
+UNSHIFTED = ("def softmax(logits, dim=-1):\n"
+             "    weights = torch.exp(logits)\n"
+             "    return weights / weights.sum(dim=dim, keepdim=True)\n")
+CHANGED = "changed since its check passed: run the check"
+
+
+def save_answer(path, grade, source):
+    nb = nbformat.read(path, as_version=4)
+    next(c for c in nb.cells if grade_id(c) == grade).source = source
+    nbformat.write(nb, path)
+
+
+@pytest.mark.slow
+def test_a_pass_belongs_to_the_answer_that_passed_on_the_start_page_and_in_the_summary(tmp_path, monkeypatch):
+    """The softmax check passes in the notebook's own kernel; the answer is then replaced by one without the
+    max shift and saved, never run: the start page and the notebook's summary say it changed, not passed."""
+    copy = tmp_path / "work" / "ch11"
+    shutil.copytree(RELEASE_DIR, copy)
+    monkeypatch.setenv("LMPOLICY_WORK_DIR", str(copy))
+    notebook, progress_file = copy / "01_policy_softmax.ipynb", tmp_path / "progress.json"
+    save_answer(notebook, "nb01_softmax__answer", STABLE)
+    nb = read(notebook)
+    check = next(i for i, c in enumerate(nb.cells) if grade_id(c) == "nb01_softmax__tests")
+    runner = client(nb, timeout=120)
+    env = dict(kernel_env(grader=False, progress_file=progress_file), JPY_SESSION_NAME=str(notebook),
+               LMPOLICY_WORK_DIR=str(copy))
+    with runner.setup_kernel(env=env):
+        for index, cell in enumerate(nb.cells[:check + 1]):  # top to bottom, as a student does, to the check
+            if cell.cell_type == "code":
+                assert run_cell(runner, cell, index) is None, f"cell {index} failed"
+        assert "passed the visible checks" in "".join(o.get("text", "") for o in nb.cells[check].outputs)
+        # the first check of the session imported lmpolicy.checks after the answer ran: the pass still names it
+        (run,) = json.loads(progress_file.read_text())["checks"]["nb01_softmax"].values()
+        answer_cell = next(c.id for c in nb.cells if grade_id(c) == "nb01_softmax__answer")
+        assert run["answer"] == {answer_cell: progress.fingerprint(STABLE)}
+
+        def summary() -> list[str]:
+            cell = nbformat.v4.new_code_cell("from lmpolicy import checks\nchecks.summary('01_policy_softmax')")
+            nb.cells.append(cell)  # a cell the student adds at the end
+            assert run_cell(runner, cell, len(nb.cells) - 1) is None
+            return "".join(o.get("text", "") for o in cell.outputs).splitlines()
+
+        passed = html_of(execute(read(START_HERE), grader=False, progress_file=progress_file))
+        assert "<td>passed</td>" in row_of(passed, "Exercise 01.softmax")
+        assert any(line.startswith("\u2713 Exercise 01.softmax visible check") and line.endswith("passed")
+                   for line in summary())
+
+        save_answer(notebook, "nb01_softmax__answer", UNSHIFTED)  # changed and saved, not run
+        changed = html_of(execute(read(START_HERE), grader=False, progress_file=progress_file))
+        assert f"<td>{CHANGED}</td>" in row_of(changed, "Exercise 01.softmax"), row_of(changed, "Exercise 01.softmax")
+        assert "<td>notebook 01_policy_softmax</td><td></td><td>0 of " in changed
+        lines = summary()
+        assert lines[0].startswith("01_policy_softmax: 0 of "), lines
+        assert any(line.startswith("\u2717 Exercise 01.softmax visible check") and line.endswith(CHANGED)
+                   for line in lines), lines
+
+        # the changed answer run, then its check: the check's own verdict replaces "changed"
+        nb = read(notebook)
+        for index, cell in enumerate(nb.cells):
+            if grade_id(cell) in ("nb01_softmax__answer", "nb01_softmax__tests"):
+                run_cell(runner, cell, index)
+        failing = html_of(execute(read(START_HERE), grader=False, progress_file=progress_file))
+        assert "<td>failing: " in row_of(failing, "Exercise 01.softmax")

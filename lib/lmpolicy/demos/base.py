@@ -1,5 +1,5 @@
 """What both demos share: widgets built on first use, ``show()`` that stays quiet under the grader,
-and how their readouts print numbers.
+how their readouts print numbers, and how their text and tables are set.
 
 Building ipywidgets opens comms to the front end, so a demo builds nothing until ``widget`` or
 ``show()`` is used; its numbers (``readouts()``) are there from the constructor on. While nbgrader
@@ -10,6 +10,19 @@ from __future__ import annotations
 import os
 
 GRADER_NOTE = "(interactive demo skipped: it only runs in JupyterLab, not under the grader)"
+
+# ipywidgets sets the text of an HTML widget in 28 px lines (the height of a control); the demos'
+# captions and tables use ordinary line spacing, so that they take half the height. Tables never
+# break a cell over two lines: each is made narrow enough for a laptop's output area instead.
+LINE_HEIGHT = 1.3
+TABLE_STYLE = f"line-height: {LINE_HEIGHT}; white-space: nowrap"
+
+
+def text_block(html: str, note: bool = False) -> str:
+    """``html`` as a block of text with ordinary line spacing; ``note``: in a smaller, grey type,
+    for the explanations below a demo's controls and pictures."""
+    style = f"line-height: {LINE_HEIGHT}" + ("; font-size: 0.92em; color: #555" if note else "")
+    return f"<div style='{style}'>{html}</div>"
 
 
 def running_under_grader() -> bool:

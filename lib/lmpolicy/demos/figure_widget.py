@@ -13,8 +13,9 @@ changes (axis limits, tick labels, curves) needs ``redraw(full=True)``.
 The figure is a bare ``matplotlib.figure.Figure`` (not pyplot), so a notebook's inline backend
 never shows a second, static copy of it. It is shown pixel for pixel, at ``DPI`` (96, the CSS
 pixel: a 10-point label is 13 px high), so a figure of width ``w`` inches takes ``96 w`` pixels of
-the notebook; the demos keep theirs under ``MAX_WIDTH_PX`` (960), which fits JupyterLab's usual
-output width of about 1000 px.
+the notebook. The demos keep theirs within ``MAX_WIDTH_PX``, which fits the output area of a laptop:
+848 px in a 1280 px wide JupyterLab with the file browser open (its default layout). In a narrower
+output area the picture shrinks to fit (keeping its proportions) instead of being cut off.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 DPI = 96
-MAX_WIDTH_PX = 960
+MAX_WIDTH_PX = 832  # 848 px output area, less the room a vertical scroll bar may take
+
 
 class FigureImage:
     """A figure plus the Image widget that shows it.
@@ -35,6 +37,9 @@ class FigureImage:
     """
 
     def __init__(self, width: float, height: float, dpi: int = DPI) -> None:
+        if width * dpi > MAX_WIDTH_PX:
+            raise ValueError(f"a demo figure must fit {MAX_WIDTH_PX} px, got {width} in at {dpi} dpi "
+                             f"= {width * dpi:.0f} px")
         self.figure = Figure(figsize=(width, height), dpi=dpi)
         self.canvas = FigureCanvasAgg(self.figure)
         self._moving = []
@@ -70,9 +75,11 @@ class FigureImage:
         if self._widget is None:
             import ipywidgets
 
-            width, height = self.canvas.get_width_height()
+            width, _ = self.canvas.get_width_height()
+            # pixel for pixel where there is room; ipywidgets' own style (max-width: 100%) shrinks it
+            # where there is not, and height "auto" keeps its proportions then
             self._widget = ipywidgets.Image(value=self.png(), format="png",
-                                            layout=ipywidgets.Layout(width=f"{width}px", height=f"{height}px"))
+                                            layout=ipywidgets.Layout(width=f"{width}px", height="auto"))
         return self._widget
 
     def redraw(self, full: bool = False) -> None:

@@ -8,7 +8,9 @@ KL(pi_theta || pi_ref) per estimator. The histograms collect the batch
 estimates; the table compares them with the exact values from ``lmpolicy.exact.kl``.
 
 Draws are seeded: ``reset()`` (the Reset button) replays the same batches, and changing x or N
-starts again from the seed, so what the demo shows depends only on (x, N, batches drawn).
+starts again from the seed, so what the demo shows depends only on (x, N, batches drawn). The
+batches drawn before such a change belong to the old setting (another KL, or another N), so they
+are cleared, and the line under the controls says so (``status()``).
 
     >>> demo = KLEstimatorDemo(x=0.2, tokens_per_estimate=16)
     >>> demo.draw(200)
@@ -23,13 +25,13 @@ import math
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from lmpolicy.demos.base import WidgetDemo, format_number
+from lmpolicy.demos.base import TABLE_STYLE, WidgetDemo, format_number, text_block
 from lmpolicy.demos.figure_widget import FigureImage
 from lmpolicy.exact.kl import ESTIMATORS, estimator_moments
 from lmpolicy.exact.scenarios import KL_DEMO_DEFAULT_X, KL_DEMO_REF_PROBS, kl_demo_policy
 
 TOKENS_PER_ESTIMATE = (1, 4, 16, 64, 256)
-FORMULAS = {"k1": "k1 = l", "k2": "k2 = l²/2", "k3": "k3 = e^(−l) − 1 + l"}
+FORMULAS = {"k1": "k1 = ℓ", "k2": "k2 = ℓ²/2", "k3": "k3 = e^(−ℓ) − 1 + ℓ"}
 COLORS = {"k1": "#1f77b4", "k2": "#ff7f0e", "k3": "#2ca02c"}
 HISTOGRAM_BINS = 40
 HISTOGRAM_TICKS = 5
@@ -37,7 +39,8 @@ HISTOGRAM_HALF_WIDTH = 4.0  # histogram range: exact KL +- this many standard de
 BATCHES_PER_PLAY_STEP = 20
 PLAY_INTERVAL_MS = 200
 PLAY_STEPS = 500  # Play stops after this many steps (10,000 batches)
-PLAY_HELP = f"▶ Play: draw {BATCHES_PER_PLAY_STEP} batches every {PLAY_INTERVAL_MS / 1000:g} s · ■ Stop: pause"
+PLAY_HELP = (f"▶ Play draws {BATCHES_PER_PLAY_STEP} batches every {PLAY_INTERVAL_MS / 1000:g} s "
+             f"until you press ■ Stop")
 
 
 def _check_x(x) -> float:
@@ -79,6 +82,7 @@ class KLEstimatorDemo(WidgetDemo):
         self.seed = int(seed)
         self._curves_figure = None
         self._histogram_figure = None
+        self.cleared = None  # (batches, what changed) the last change of x or N cleared
         self._set_policy()
 
     # -- state -------------------------------------------------------------------------------
@@ -96,13 +100,33 @@ class KLEstimatorDemo(WidgetDemo):
         self.tokens_drawn = 0
 
     def set(self, *, x: float | None = None, tokens_per_estimate: int | None = None) -> None:
-        """Change x and/or N (validated); the batches drawn so far are dropped."""
+        """Change x and/or N (validated). The batches drawn so far are cleared, and ``status()``
+        says how many and why: they estimate another KL (x) or average another number of tokens (N)."""
+        batches, changes = self.batches, []
         if x is not None:
-            self.x = _check_x(x)
+            x = _check_x(x)
+            if x != self.x:
+                changes.append(f"x moved from {self.x:.2f} to {x:.2f}")
+            self.x = x
         if tokens_per_estimate is not None:
-            self.tokens_per_estimate = _check_tokens_per_estimate(tokens_per_estimate)
+            n = _check_tokens_per_estimate(tokens_per_estimate)
+            if n != self.tokens_per_estimate:
+                changes.append(f"N changed from {self.tokens_per_estimate} to {n}")
+            self.tokens_per_estimate = n
         self._set_policy()
+        if batches:
+            self.cleared = (batches, " and ".join(changes) or "x and N were set again")
         self._refresh()
+
+    def status(self) -> str:
+        """The line under the controls: what the last change of x or N did to the batches drawn."""
+        if self.cleared is None:
+            return ("Moving x or N clears the batches drawn so far: they belong to the old setting "
+                    "(another KL, or another N).")
+        batches, change = self.cleared
+        cleared = ("the one batch drawn before was cleared (it belongs" if batches == 1 else
+                   f"the {batches:,} batches drawn before were cleared (they belong")
+        return f"{change}, so {cleared} to the old setting); the histograms start again."
 
     def draw(self, batches: int = 1) -> None:
         """Draw ``batches`` batches of N tokens from pi_theta and add one estimate per estimator each."""
@@ -157,14 +181,15 @@ class KLEstimatorDemo(WidgetDemo):
         import ipywidgets as w
 
         self.table = w.HTML()
+        self.status_line = w.HTML()
         self._build_figure()
         self.x_slider = w.FloatSlider(value=self.x, min=-1.0, max=1.0, step=0.05, readout_format=".2f",
                                       description="x", continuous_update=True,
-                                      layout=w.Layout(width="360px"))
+                                      style={"description_width": "16px"}, layout=w.Layout(width="300px"))
         self.tokens_selector = w.ToggleButtons(options=list(TOKENS_PER_ESTIMATE),
                                                value=self.tokens_per_estimate,
                                                tooltips=[f"{_tokens(n)} per estimate" for n in TOKENS_PER_ESTIMATE],
-                                               style={"button_width": "48px"})
+                                               style={"button_width": "52px"})
         # ipywidgets' Play shows two bare icons (its description is not drawn): the label beside it
         # and its tooltip say what they do
         self.play = w.Play(value=0, min=0, max=PLAY_STEPS, step=1, interval=PLAY_INTERVAL_MS,
@@ -183,29 +208,35 @@ class KLEstimatorDemo(WidgetDemo):
         for control, name in ((self.x_slider, "x"), (self.tokens_selector, "tokens"),
                               (self.play, "play"), (self.draw_button, "draw"), (self.reset_button, "reset")):
             control.add_class(f"lmpolicy-kl-{name}")
-        header = w.HTML(
-            "<b>Three ways to estimate a KL.</b> One position, eight tokens. pi_theta ∝ pi_ref<sup>1−x</sup>: "
-            "x &lt; 0 makes pi_theta sharper than pi_ref, x &gt; 0 flatter (x = 1: uniform). "
-            "Each batch draws N tokens from pi_theta; its estimate is the mean of k over them.")
+        header = w.HTML(text_block(
+            "<b>Three ways to estimate a KL.</b> One position, eight tokens; pi_theta ∝ pi_ref<sup>1−x</sup>: "
+            "x &lt; 0 makes pi_theta sharper than pi_ref, x &gt; 0 flatter (x = 1: uniform). Each batch "
+            "draws N tokens from pi_theta; its estimate is the mean of k over them."))
         legend = " &nbsp; ".join(f"<span style='color:{COLORS[name]}'><b>{FORMULAS[name]}</b></span>"
                                  for name in ESTIMATORS)
-        top_caption = w.HTML(
-            f"Top: what one sampled token contributes, as a function of its log-ratio "
-            f"l = log pi_theta/pi_ref ({legend}). Black dots on the axis: the eight tokens, sized by how "
-            f"often pi_theta samples them.")
-        bottom_caption = w.HTML(
-            "Bottom: histograms of the batch estimates so far (all three on k1's x-axis, tallest bar "
-            "scaled to the top). "
-            "Dashed: the exact KL. Solid: the mean of the estimates so far. Estimates beyond the "
-            "x-axis get no bar: the number at that edge counts them.")
+        curves_caption = w.HTML(text_block(
+            f"What one sampled token adds, against its log-ratio ℓ = log pi_theta/pi_ref: {legend}. "
+            f"Black dots: the eight tokens, sized by how often pi_theta samples them."))
+        histograms_caption = w.HTML(text_block(
+            "The batch estimates so far (one x-axis for all three, tallest bar scaled to the top). "
+            "Dashed: the exact KL; solid: the mean of the estimates; a number at an edge counts the "
+            "estimates beyond it."))
+        notes = w.HTML(text_block(
+            "<b>The table.</b> (exact …): the value the column tends to as batches accumulate. "
+            "Tokens &lt; 0: the share of single sampled tokens whose k is negative. Below exact KL: "
+            "the share of batch estimates that fall below the exact KL.", note=True))
+        # the controls wrap onto another line rather than run out of a narrow output area
+        row = w.Layout(flex_flow="row wrap", align_items="center")
         controls = w.VBox([
-            w.HBox([w.Label("sharper"), self.x_slider, w.Label("flatter")]),
-            w.HBox([w.Label("tokens per estimate N"), self.tokens_selector]),
-            w.HBox([self.draw_button, self.reset_button, self.play, self.play_label]),
+            w.HBox([w.HBox([w.Label("sharper"), self.x_slider, w.Label("flatter")],
+                           layout=w.Layout(margin="0 24px 0 0")),
+                    w.HBox([w.Label("tokens per estimate N"), self.tokens_selector])], layout=row),
+            w.HBox([self.draw_button, self.reset_button, self.play, self.play_label], layout=row),
+            self.status_line,
         ])
         self._refresh()
-        box = w.VBox([header, controls, top_caption, self._curves_figure.widget, bottom_caption,
-                      self._histogram_figure.widget, self.table])
+        box = w.VBox([header, controls, curves_caption, self._curves_figure.widget, histograms_caption,
+                      self._histogram_figure.widget, self.table, notes])
         box.add_class("lmpolicy-kl-demo")
         return box
 
@@ -214,6 +245,7 @@ class KLEstimatorDemo(WidgetDemo):
             self.draw(BATCHES_PER_PLAY_STEP)
 
     def _on_reset(self) -> None:
+        self.cleared = None  # the student cleared them: nothing to explain
         if self._widget is not None:
             self.play.playing = False
             self.play.value = 0
@@ -227,8 +259,8 @@ class KLEstimatorDemo(WidgetDemo):
         # their x-range with x and N. Only tick labels and the counts of estimates beyond the range
         # are text in them: text is most of Agg's drawing time, so captions and legend live in HTML
         # around the pictures.
-        self._curves_figure = FigureImage(width=9.6, height=2.5)
-        curves = self._curves_figure.figure.add_axes((0.045, 0.14, 0.945, 0.83))
+        self._curves_figure = FigureImage(width=8.6, height=1.9)
+        curves = self._curves_figure.figure.add_axes((0.065, 0.14, 0.925, 0.83))
         ratios = np.linspace(-4.0, 3.0, 300)
         for name in ESTIMATORS:
             values = {"k1": ratios, "k2": 0.5 * ratios ** 2, "k3": np.expm1(-ratios) + ratios}[name]
@@ -236,13 +268,17 @@ class KLEstimatorDemo(WidgetDemo):
         curves.axhline(0.0, color="0.6", linewidth=0.8)
         curves.set_xlim(-4.0, 3.0)
         curves.set_ylim(-2.5, 5.0)
-        curves.text(2.9, -2.3, "l", ha="right", va="bottom")
+        # the x-axis named in the empty corner (no curve goes there) rather than below: a label
+        # below would cost the picture a line of height
+        curves.text(2.9, -2.25, r"log-ratio  $\ell = \log\,\pi_\theta / \pi_{\mathrm{ref}}$",
+                    ha="right", va="bottom", fontsize=11)
+        curves.set_ylabel(r"$k(\ell)$")
         tokens = len(KL_DEMO_REF_PROBS)
         self._token_dots = curves.scatter(np.zeros(tokens), np.zeros(tokens), color="black", zorder=3, clip_on=False)
         self._curves_figure.set_moving([self._token_dots])
-        self._histogram_figure = FigureImage(width=9.6, height=2.2)
-        grid = self._histogram_figure.figure.add_gridspec(1, 3, left=0.045, right=0.99, bottom=0.16, top=0.97,
-                                                          wspace=0.08)
+        self._histogram_figure = FigureImage(width=8.6, height=1.8)
+        grid = self._histogram_figure.figure.add_gridspec(1, 3, left=0.02, right=0.98, bottom=0.17, top=0.97,
+                                                          wspace=0.1)
         # The x-range follows x and N. Matplotlib's tick machinery is most of a full render, so each
         # histogram draws its few tick labels itself; only a new x-range needs a full render.
         self._histograms = {}
@@ -262,10 +298,10 @@ class KLEstimatorDemo(WidgetDemo):
                 "exact_line": axes.axvline(0.0, color="black", linestyle="--", linewidth=1.2),
                 "tick_marks": axes.plot([], [], linestyle="none", marker="|", markersize=7, color="black",
                                         transform=along_bottom, clip_on=False)[0],
-                # the three share one x-range: only the first writes the numbers (text is slow)
+                # drawn here, not by matplotlib's tick machinery: that is most of a full render
                 "tick_labels": [axes.text(0.0, -0.05, "", transform=along_bottom, ha="center", va="top",
                                           fontsize=9, clip_on=False)
-                                for _ in range(HISTOGRAM_TICKS + 2 if column == 0 else 0)],
+                                for _ in range(HISTOGRAM_TICKS + 2)],
                 # how many estimates lie beyond each end of the x-range (they have no bin)
                 "beyond": {"below": axes.text(0.02, 0.80, "", transform=axes.transAxes, ha="left", va="top",
                                               fontsize=9, color=COLORS[name], fontweight="bold"),
@@ -307,7 +343,9 @@ class KLEstimatorDemo(WidgetDemo):
         self._token_dots.set_offsets(np.column_stack([ratios, np.zeros_like(ratios)]))
         self._token_dots.set_sizes(600.0 * self.p_theta)
         edges = self.histogram_edges()
-        ticks = [t for t in MaxNLocator(HISTOGRAM_TICKS).tick_values(edges[0], edges[-1]) if edges[0] <= t <= edges[-1]]
+        # no tick right at an edge: its number would run into the next histogram's
+        inner = (edges[0] + 0.04 * (edges[-1] - edges[0]), edges[-1] - 0.04 * (edges[-1] - edges[0]))
+        ticks = [t for t in MaxNLocator(HISTOGRAM_TICKS).tick_values(edges[0], edges[-1]) if inner[0] <= t <= inner[1]]
         readouts = self.readouts()
         histograms = self.histogram_counts()
         for name, parts in self._histograms.items():
@@ -332,6 +370,9 @@ class KLEstimatorDemo(WidgetDemo):
         self._histogram_figure.redraw(full=(edges[0], edges[-1]) != self._histogram_range)
         self._histogram_range = (edges[0], edges[-1])
         self.table.value = readout_table(readouts)
+        colour = "#a04000" if self.cleared else "inherit"  # a clearing stands out; the plain rule does not
+        self.status_line.value = text_block(f"<span class='lmpolicy-kl-status' style='color:{colour}'>"
+                                            f"{html.escape(self.status())}</span>")
 
 
 def _tokens(n: int) -> str:
@@ -350,20 +391,27 @@ def _number(readouts: dict, key: str, digits: int = 3, percent: bool = False) ->
 
 
 def readout_table(readouts: dict) -> str:
-    """The demo's table as HTML; every number sits in a span with ``data-readout="<key>"``."""
-    head = ("<tr><th></th><th>mean of estimates</th><th>bias</th><th>std. dev. of estimates</th>"
-            "<th>single tokens &lt; 0</th><th>estimates &lt; exact KL</th></tr>")
+    """The demo's table as HTML; every number sits in a span with ``data-readout="<key>"``. Each
+    column that has an exact value shows it in brackets after the sampled one."""
+    head = ("<tr><th></th><th>mean of estimates</th><th>bias <small>(exact)</small></th>"
+            "<th>std. dev. <small>(exact)</small></th><th>tokens &lt; 0 <small>(exact)</small></th>"
+            "<th>below exact KL</th></tr>")
+
+    def with_exact(name: str, measure: str, **options) -> str:
+        return (f"{_number(readouts, f'{name}_{measure}', **options)} "
+                f"<small>({_number(readouts, f'{name}_exact_{measure}', **options)})</small>")
+
     rows = []
     for name in ESTIMATORS:
         rows.append(
-            f"<tr><th>{FORMULAS[name]}</th>"
+            f"<tr><th style='text-align:left; color:{COLORS[name]}'>{FORMULAS[name]}</th>"
             f"<td>{_number(readouts, f'{name}_mean', 4)}</td>"
-            f"<td>{_number(readouts, f'{name}_bias', 4)} <small>(exact {_number(readouts, f'{name}_exact_bias', 4)})</small></td>"
-            f"<td>{_number(readouts, f'{name}_std', 4)} <small>(exact {_number(readouts, f'{name}_exact_std', 4)})</small></td>"
-            f"<td>{_number(readouts, f'{name}_negative_share', percent=True)} <small>(exact {_number(readouts, f'{name}_exact_negative_share', percent=True)})</small></td>"
+            f"<td>{with_exact(name, 'bias', digits=4)}</td>"
+            f"<td>{with_exact(name, 'std', digits=4)}</td>"
+            f"<td>{with_exact(name, 'negative_share', percent=True)}</td>"
             f"<td>{_number(readouts, f'{name}_below_kl_share', percent=True)}</td></tr>")
     summary = (f"exact KL(pi_theta ‖ pi_ref) = {_number(readouts, 'exact_kl', 4)} nats · "
                f"N = {_tokens(int(readouts['tokens_per_estimate']))} per estimate · "
                f'batches drawn: <span data-readout="batches">{int(readouts["batches"])}</span>')
-    return (f"<div>{summary}</div><table class='lmpolicy-readouts' style='border-spacing: 12px 2px'>"
-            f"{head}{''.join(rows)}</table>")
+    return (f"{text_block(summary)}<table class='lmpolicy-readouts' "
+            f"style='border-spacing: 12px 1px; text-align: right; {TABLE_STYLE}'>{head}{''.join(rows)}</table>")

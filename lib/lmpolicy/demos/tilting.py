@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from lmpolicy.demos.base import WidgetDemo, format_number
+from lmpolicy.demos.base import TABLE_STYLE, WidgetDemo, format_number, text_block
 from lmpolicy.demos.figure_widget import FigureImage
 from lmpolicy.exact.kl import kl
 from lmpolicy.exact.scenarios import SCENARIOS, get_scenario
@@ -39,6 +39,9 @@ CURVE_POINTS = 200
 
 COLORS = {"ref": "#7f7f7f", "star": "#6a3d9a", "temperature": "#2ca02c", "true": "#d62728"}
 TEMPERATURE_MEANING = "token-level sampling temperature: T < 1 sharpens every next-token distribution"
+# The controls' column, beside the readouts: together they fit a laptop's 848 px output area.
+CONTROL_WIDTH_PX = 400
+DESCRIPTION_WIDTH_PX = 64
 
 
 def _check_in_range(value: float, name: str, bounds: tuple[float, float]) -> float:
@@ -179,69 +182,60 @@ class TiltingDemo(WidgetDemo):
 
         self.tree = w.HTML()
         self.responses_table = w.HTML()
-        self.readout_panel = w.HTML()
+        self.readout_panel = w.HTML(layout=w.Layout(margin="0 0 0 16px"))
+        self.legend = w.HTML()
         self._build_figure()
+        control = {"layout": w.Layout(width=f"{CONTROL_WIDTH_PX}px"),
+                   "style": {"description_width": f"{DESCRIPTION_WIDTH_PX}px"}}
         self.scenario_dropdown = w.Dropdown(options=[(s.title, s.name) for s in SCENARIOS.values()],
-                                            value=self.scenario.name, description="scenario",
-                                            layout=w.Layout(width="440px"))
+                                            value=self.scenario.name, description="scenario", **control)
         self.beta_slider = w.FloatLogSlider(value=self.beta, base=10, min=BETA_LOG_RANGE[0],
                                             max=BETA_LOG_RANGE[1], step=BETA_LOG_STEP,
-                                            readout_format=".3g", description="β",
-                                            layout=w.Layout(width="440px"))
+                                            readout_format=".3g", description="β", **control)
         self.temperature_slider = w.FloatLogSlider(value=self.temperature, base=10,
                                                    min=TEMPERATURE_LOG_RANGE[0], max=TEMPERATURE_LOG_RANGE[1],
                                                    step=TEMPERATURE_LOG_STEP, readout_format=".3g",
-                                                   description="T", layout=w.Layout(width="440px"))
+                                                   description="T", **control)
         self.temperature_toggle = w.Checkbox(value=self.show_temperature,
                                              description="show pi_ref at temperature T in the bars",
-                                             indent=False)
+                                             indent=False,
+                                             layout=w.Layout(margin=f"0 0 0 {DESCRIPTION_WIDTH_PX + 8}px"))
         self.scenario_dropdown.observe(lambda change: self.set(scenario=change["new"]), names="value")
         self.beta_slider.observe(lambda change: self.set(beta=change["new"]), names="value")
         self.temperature_slider.observe(lambda change: self.set(temperature=change["new"]), names="value")
         self.temperature_toggle.observe(lambda change: self.set(show_temperature=change["new"]), names="value")
-        for control, name in ((self.scenario_dropdown, "scenario"), (self.beta_slider, "beta"),
-                              (self.temperature_slider, "temperature"), (self.temperature_toggle, "toggle")):
-            control.add_class(f"lmpolicy-tilting-{name}")
-        header = w.HTML(
+        for control_widget, name in ((self.scenario_dropdown, "scenario"), (self.beta_slider, "beta"),
+                                     (self.temperature_slider, "temperature"), (self.temperature_toggle, "toggle")):
+            control_widget.add_class(f"lmpolicy-tilting-{name}")
+        title = w.HTML(text_block(
             "<b>Tilting a toy language model.</b> Every response is two tokens from the scenario's "
-            "vocabulary. pi* = pi_ref·exp(r/β)/Z. Move β to trade reward "
-            "against KL from pi_ref. <i>Temperature is token-level</i>: T rescales every next-token "
-            "distribution of pi_ref (each raised to 1/T and renormalised), as a sampler does; "
-            "it knows nothing about the reward.")
-        legend = (f"<span style='color:{COLORS['ref']}'>■ reference pi_ref</span> &nbsp; "
-                  f"<span style='color:{COLORS['star']}'>■ optimum pi*</span> &nbsp; "
-                  f"<span style='color:{COLORS['temperature']}'>■ pi_ref sampled at temperature T</span>")
-        plane_caption = (
-            f"Reward-KL plane, every policy a point (KL from pi_ref, expected reward): "
-            f"<span style='color:{COLORS['star']}'>pi* as β varies (the frontier), ● this β</span>; "
-            f"<span style='color:{COLORS['temperature']}'>pi_ref at temperature T as T varies, ● this T</span>; "
-            f"<span style='color:{COLORS['ref']}'>● pi_ref</span>")
-        self._true_caption = w.HTML(
-            f"<span style='color:{COLORS['true']}'>dashed: the true reward of pi* (the reward model is "
-            f"wrong on \"cc\")</span>")
+            "vocabulary; pi* = pi_ref·exp(r/β)/Z. Move β to trade reward against KL from pi_ref, "
+            "T to sample pi_ref at a temperature instead."))
+        notes = w.HTML(text_block(
+            "<b>Reading the demo.</b> Token view (left): each edge reads pi_ref → pi* for that token after "
+            "its parent and is drawn as thick as the chance that pi* takes it; V is the node's soft value "
+            "(at a finished response, its reward). Response view (right, and the bars above): the same "
+            "policies as probabilities of whole responses. <i>Temperature is token-level</i>: T rescales "
+            "every next-token distribution of pi_ref (each raised to 1/T and renormalised), as a sampler "
+            "does; it knows nothing about the reward.", note=True))
+        # Everything β moves sits directly under the controls, inside one laptop screen: readouts
+        # beside the controls, then the picture, then the token tree beside the response table.
         controls = w.VBox([self.scenario_dropdown, self.beta_slider, self.temperature_slider,
                            self.temperature_toggle])
-        views = w.VBox([
-            w.HTML("<b>Token view</b> (each edge: pi_ref → pi* for that token after its parent, drawn as "
-                   "thick as the chance that pi* takes it; V: soft value of the node) "
-                   f"and <b>response view</b>: the same policy seen two ways. {legend}"),
-            w.HBox([self.tree, self.responses_table]),
-        ])
-        plane = w.VBox([w.HTML(f"Left: the response view as bars. Right: {plane_caption}"),
-                        self._true_caption, self._figure.widget])
-        self.readout_panel.layout.margin = "0 0 0 24px"
         self._refresh(rebuild=True)
-        box = w.VBox([header, w.HBox([controls, self.readout_panel]), views, plane])
+        row = w.Layout(flex_flow="row wrap")  # in a narrower output area the right part goes below
+        box = w.VBox([title, w.HBox([controls, self.readout_panel], layout=row), self.legend, self._figure.widget,
+                      w.HBox([self.tree, self.responses_table], layout=row), notes])
         box.add_class("lmpolicy-tilting-demo")
         return box
 
     # -- figure: response bars and the reward-KL plane ---------------------------------------
 
     def _build_figure(self) -> None:
-        self._figure = FigureImage(width=9.5, height=3.4)
+        self._figure = FigureImage(width=8.6, height=2.5)
         figure = self._figure.figure
-        self._bars_axes = figure.add_axes((0.08, 0.14, 0.39, 0.82))
-        self._plane_axes = figure.add_axes((0.58, 0.14, 0.40, 0.82))
+        self._bars_axes = figure.add_axes((0.07, 0.2, 0.40, 0.77))
+        self._plane_axes = figure.add_axes((0.575, 0.2, 0.41, 0.77))
         plane = self._plane_axes
         self._frontier_line, = plane.plot([], [], color=COLORS["star"], linewidth=2)
         self._true_line, = plane.plot([], [], color=COLORS["true"], linestyle="--", linewidth=1.5)
@@ -267,14 +261,14 @@ class TiltingDemo(WidgetDemo):
                                 + [self._star_dot, self._true_dot, self._temperature_dot])
         axes.set_xticks(positions, responses)
         axes.set_ylim(0.0, 1.0)
-        axes.set_ylabel("probability of the response")
+        axes.set_ylabel("probability")
         self._frontier_line.set_data(self.frontier.kl, self.frontier.expected_reward)
         self._temperature_line.set_data(self.temperature_curve.kl, self.temperature_curve.expected_reward)
         blind_spot = self.scenario.has_blind_spot
         self._true_line.set_data(self.frontier.kl, self.frontier_true_reward)
         self._true_line.set_visible(blind_spot)
         self._true_dot.set_visible(blind_spot)
-        self._true_caption.layout.display = None if blind_spot else "none"
+        self.legend.value = figure_legend(blind_spot)
         self._reference_dot.set_data([0.0], [expected_reward(self.reference_probs, self.scenario.rewards)])
         kls = np.concatenate([self.frontier.kl, self.temperature_curve.kl])
         values = np.concatenate([self.frontier.expected_reward, self.temperature_curve.expected_reward,
@@ -324,6 +318,22 @@ READOUT_ROWS = (
 )
 
 
+def _colored(key: str, text: str) -> str:
+    return f"<span style='color:{COLORS[key]}'>{text}</span>"
+
+
+def figure_legend(blind_spot: bool) -> str:
+    """What the picture's colours mean (HTML above it: text in the picture would slow every redraw)."""
+    plane = (f"{_colored('star', '— pi* for every β, ● this β')}; "
+             f"{_colored('temperature', '— pi_ref at every T, ● this T')}; {_colored('ref', '● pi_ref')}")
+    if blind_spot:
+        plane += "; " + _colored("true", "╌ the true reward of pi*, ○ this β (the reward model is wrong on "
+                                         "\"cc\")")
+    return text_block(f"<b>Left</b>, the responses' probabilities: {_colored('ref', '■ pi_ref')} "
+                      f"{_colored('star', '■ pi*')} {_colored('temperature', '■ pi_ref at T')} (when ticked). "
+                      f"<b>Right</b>, the reward-KL plane, every policy a point (KL from pi_ref, E[r]): {plane}.")
+
+
 def readout_panel(readouts: dict, blind_spot: bool) -> str:
     """The readouts as a compact HTML table (policies as columns); each number in a span with
     ``data-readout="<key>"``. pi_ref's KL from itself is 0 by definition and shown as such."""
@@ -339,7 +349,7 @@ def readout_panel(readouts: dict, blind_spot: bool) -> str:
     rows.append(f"<tr><td>β·log Z (V at the root)</td>"
                 f"<td style='text-align:right'>{_readout('beta_log_partition', readouts['beta_log_partition'])}"
                 f"</td><td></td><td></td></tr>")
-    return (f"<table class='lmpolicy-readouts' style='border-spacing: 10px 2px; white-space: nowrap'>"
+    return (f"<table class='lmpolicy-readouts' style='border-spacing: 10px 1px; {TABLE_STYLE}'>"
             f"{head}{''.join(rows)}</table>")
 
 
@@ -357,7 +367,7 @@ def response_table(view: dict, show_temperature: bool, blind_spot: bool) -> str:
         if show_temperature:
             cells.append(f"<td style='color:{COLORS['temperature']}'>{row['pi_temperature']:.4f}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return (f"<table class='lmpolicy-responses' style='border-spacing: 10px 1px; text-align:right'>"
+    return (f"<table class='lmpolicy-responses' style='border-spacing: 7px 1px; text-align:right; {TABLE_STYLE}'>"
             f"{head}{''.join(rows)}</table>")
 
 
@@ -365,7 +375,9 @@ def response_table(view: dict, show_temperature: bool, blind_spot: bool) -> str:
 # into its child; the last TREE_ELBOW pixels before a child are the child's own strip, where its
 # edge label sits above the line and (inner nodes) its name and V below it. No other line enters a
 # strip, and strips of neighbouring children are a row apart, so no text crosses a line.
-TREE_ROW, TREE_COLUMN, TREE_ELBOW, TREE_TOP, TREE_LEFT = 30, 220, 112, 24, 92
+# Sized to sit beside the response table in a laptop's output area (848 px) and, with nine
+# responses, still under the controls and the picture on one screen.
+TREE_ROW, TREE_COLUMN, TREE_ELBOW, TREE_TOP, TREE_LEFT = 26, 155, 112, 20, 92
 TREE_FONT_PX = 12
 TREE_EDGE_WIDTH = (0.8, 7.0)  # stroke width = first + second * (probability that pi* reaches the child)
 

@@ -19,28 +19,26 @@ divided by their standard deviation (that would rescale beta in the reward but n
 is dropped for having uniform rewards (that would drop the KL's signal in the reward but keep it in the
 loss), and there is one gradient step per batch (on-policy, as in the estimators' derivations).
 
-Everything else is :mod:`lmpolicy.tinylm.reinforce`'s: prompt choice, sampling, the verifier, the
-leave-one-out baseline, the distinct-answers and shared-prompt speed-ups, and the loop of
-:mod:`lmpolicy.tinylm.runs` that measures the exact KL and the exact expected reward on the held-out
-problems. ``python -m lmpolicy.tinylm.kl_placement --out-dir figures`` runs every placement and writes
+Everything else is :func:`lmpolicy.tinylm.reinforce.train` itself, which every run calls: prompt choice,
+sampling, the verifier, the leave-one-out baseline, the distinct-answers and shared-prompt speed-ups, the
+update step, and :class:`lmpolicy.tinylm.runs.Run`, which measures the exact KL and the exact expected
+reward on the held-out problems. ``python -m lmpolicy.tinylm.kl_placement --out-dir figures`` runs every placement and writes
 the notebook's figures.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
 
+from lmpolicy.tinylm import reinforce
 from lmpolicy.tinylm.logprobs import sequence_logprob
 from lmpolicy.tinylm.model import TinyLM
-from lmpolicy.tinylm.problems import training_problems
-from lmpolicy.tinylm.reinforce import (PromptPicker, Recipe, clipped_policy_steps, leave_one_out_baseline,
-                                       policy_gradient_loss, reinforce_advantages, sample_and_verify,
-                                       shared_prompt_logprobs)
-from lmpolicy.tinylm.runs import History, RunResult, run_with_budget, start_run, warm_up_learning_rate
-from lmpolicy.tinylm.tokenizer import encode_prompts
+from lmpolicy.tinylm.reinforce import Recipe
+from lmpolicy.tinylm.runs import History, RunResult
 
 PLACEMENTS = ("k1-reward", "k1-loss", "k2-loss", "k3-loss", "k3-reward")
 """Every placement: estimator, then where it goes."""
@@ -136,43 +134,16 @@ def train_with_placement(settings: KLPlacementSettings, placement: str, model: T
                          progress: bool = True) -> RunResult:
     """One run from ``model`` (default: the shipped checkpoint) with the KL in ``placement``.
 
-    The update is :func:`lmpolicy.tinylm.reinforce.train`'s, step for step, except where the KL goes: either
-    into the reward (the ``kl_penalized_rewards`` piece) or as a differentiated term of the loss.
+    It is :func:`lmpolicy.tinylm.reinforce.train` itself, with the KL either in the reward (its
+    ``kl_penalized_rewards`` piece) or, with the reward left the verifier's, as a differentiated term of
+    the loss (its ``kl_loss_term``).
     """
     estimator, where = parse_placement(placement)
-    r = settings
-    model, reference, optimizer, sampler = start_run(r, model)
-    train_prompts = encode_prompts(training_problems())
-    picker = PromptPicker(len(train_prompts), sampler, prioritize=r.prioritize_prompts)
-    history = History(label=placement)
-    penalized_rewards = kl_in_reward(estimator) if where == "reward" else no_kl_in_reward
-
-    def one_update(update: int) -> None:
-        warm_up_learning_rate(optimizer, r.lr, r.warmup_updates, update)
-        sampled = sample_and_verify(model, train_prompts, picker, sampler, r, history)  # reinforce's steps 1-3
-        if sampled is None:
-            return
-        rewards, keep, batch = sampled
-        model.train()
-        token_logp = shared_prompt_logprobs(model, batch.ids, r.temperature)
-        with torch.no_grad():
-            ref_logp = shared_prompt_logprobs(reference, batch.ids, r.temperature)
-        s = batch.same
-        advantages = reinforce_advantages(rewards[keep], token_logp[s], ref_logp[s], batch.mask[s], r,
-                                          kl_penalized_rewards=penalized_rewards,
-                                          leave_one_out_baseline=leave_one_out_baseline)
-        row_weights = batch.fold(torch.ones(len(s)))
-
-        def loss(token_logprobs, mask, weights):
-            pg = policy_gradient_loss(token_logprobs, mask, weights)
-            if where == "reward":
-                return pg
-            return pg + r.beta * kl_loss_term(token_logprobs, ref_logp, mask, row_weights, estimator)
-
-        clipped_policy_steps(model, optimizer, batch, token_logp, batch.fold(advantages), r, loss)
-
-    run_with_budget(r, model, reference, one_update, history, progress)
-    return RunResult(model=model, history=history, recipe=r)
+    if where == "reward":
+        return reinforce.train(settings, model, kl_penalized_rewards=kl_in_reward(estimator), label=placement,
+                               progress=progress)
+    return reinforce.train(settings, model, kl_penalized_rewards=no_kl_in_reward,
+                           kl_loss_term=partial(kl_loss_term, estimator=estimator), label=placement, progress=progress)
 
 
 def run_placements(settings: KLPlacementSettings | None = None, model: TinyLM | None = None,

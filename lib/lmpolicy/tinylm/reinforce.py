@@ -1,20 +1,20 @@
 """REINFORCE on TinyLM with the verifier reward: the provided training loop of notebook 08.
 
-One update, CleanRL style (every setting is a field of :class:`Recipe`):
+:func:`train` is the whole loop, top to bottom, CleanRL style; every setting is a field of :class:`Recipe`.
+One update:
 
-1. choose ``prompts_per_update`` different training problems, favouring those whose earlier answers
-   were often wrong (:class:`PromptPicker`), and sample ``samples_per_prompt`` answers to each at
+1. **sample**: choose ``prompts_per_update`` different training problems, favouring those whose earlier
+   answers were often wrong (:class:`PromptPicker`), and sample ``samples_per_prompt`` answers to each at
    ``temperature`` with the KV-cache generator (each prompt runs through the model once);
-2. score them with the verifier (1 if the sum is right, else 0);
-3. drop the prompts whose answers all earned the same reward (every advantage would be 0 up to KL
-   noise), and compute the log-probs of the kept answers under the policy and the reference, both at
-   the sampling temperature (the policy that was sampled is ``softmax(logits / T)``; every log-prob and
-   ratio below refers to it);
-4. fold a per-token k1 KL penalty into each answer's reward, ``r - beta * sum_t (log pi - log pi_ref)``,
-   computed without gradient (:func:`kl_penalized_rewards`), and subtract the leave-one-out baseline,
-   the mean penalised reward of the *other* answers to the same prompt (:func:`leave_one_out_baseline`);
-   divide the advantages by their standard deviation;
-5. take ``epochs_per_batch`` gradient steps on the policy-gradient loss
+2. **reward**: score them with the verifier (1 if the sum is right, else 0), and drop the prompts whose
+   answers all earned the same reward (every advantage would be 0 up to KL noise);
+3. **log-probs** of the kept answers under the policy at the sampling temperature (the policy that was
+   sampled is ``softmax(logits / T)``; every log-prob and ratio below refers to it);
+4. **advantages**: the reference's log-probs at the same temperature, a per-token k1 KL penalty folded
+   into each answer's reward, ``r - beta * sum_t (log pi - log pi_ref)``, computed without gradient
+   (:func:`kl_penalized_rewards`), minus the leave-one-out baseline, the mean penalised reward of the
+   *other* answers to the same prompt (:func:`leave_one_out_baseline`); divided by their standard deviation;
+5. **loss and step**, ``epochs_per_batch`` times, on the policy-gradient loss
    ``-mean_i A_i log pi(y_i | x_i)`` (:func:`policy_gradient_loss`). From the second step on the
    batch is slightly off-policy: each answer's advantage is multiplied by its probability ratio
    ``pi(y|x) / pi_old(y|x)`` and set to 0 where the ratio has left ``[1 - clip, 1 + clip]`` in the
@@ -29,17 +29,20 @@ Two speed-ups change how much is computed, never the gradient:
 * **a shared prompt pass** (:func:`shared_prompt_logprobs`): the answers to one prompt attend to one
   computation of the prompt's keys and values, gradients included.
 
-``method="rft"`` is rejection-sampling fine-tuning instead: steps 3-4 keep the correct answers, each
-with weight 1 (SFT on the model's own right answers), and step 5 is the same.
+``method="rft"`` is rejection-sampling fine-tuning instead: step 2 keeps the correct answers, step 4
+gives each weight 1 (SFT on the model's own right answers), and step 5 is the same.
 
-Steps 3-5 call three small functions that notebook 08 asks students to write; :func:`train` takes the
+Steps 4-5 call three small functions that notebook 08 asks students to write; :func:`train` takes the
 students' versions as arguments and defaults to the library's reference versions below (the
-benchmark uses those). Whatever a student's piece returns is checked before it is used: a loss that
-is NaN, has the wrong shape or carries no gradient stops the run at once with a :class:`PieceError`
-saying which.
+benchmark uses those). A piece that still raises NotImplementedError stops :func:`train` before it
+trains (:class:`PieceNotWritten`), and whatever a piece returns is checked before it is used: a loss
+that is NaN, has the wrong shape or carries no gradient stops the run at once with a
+:class:`PieceError` saying which. The KL-placement study (:mod:`lmpolicy.tinylm.kl_placement`) runs
+this same loop with its own KL piece in the reward or a KL term in the loss.
 
-The run itself (budget, held-out measurements, history) is :mod:`lmpolicy.tinylm.runs`.
-``python -m lmpolicy.tinylm.reinforce --lr 1e-3 --no-prioritize-prompts ...`` takes any Recipe field as a flag.
+What is around the loop (budget, held-out measurements, history, progress bar) is
+:class:`lmpolicy.tinylm.runs.Run`. ``python -m lmpolicy.tinylm.reinforce --lr 1e-3 --no-prioritize-prompts ...``
+takes any Recipe field as a flag.
 """
 from __future__ import annotations
 
@@ -54,9 +57,8 @@ from lmpolicy.tinylm.logprobs import response_logprobs, sequence_logprob
 from lmpolicy.tinylm.model import TinyLM, forward_sharing_prompts
 from lmpolicy.tinylm.problems import training_problems
 from lmpolicy.tinylm.rewards import verifier_reward
-from lmpolicy.tinylm.runs import (Budget, History, RunResult, run_with_budget, start_run, train_from_command_line,
-                               warm_up_learning_rate)
-from lmpolicy.tinylm.tokenizer import PROMPT_LEN, encode_prompts
+from lmpolicy.tinylm.runs import Budget, Run, RunResult, start_run, train_from_command_line, warm_up_learning_rate
+from lmpolicy.tinylm.tokenizer import PROMPT_LEN, RESPONSE_LEN, encode_prompts
 
 
 @dataclass
@@ -64,7 +66,7 @@ class Recipe(Budget):
     """The whole REINFORCE recipe. The defaults are notebook 08's run, the one the benchmarks measure."""
 
     max_updates: int = 400  # from the shipped checkpoint, seed 0 (one thread) reaches the targets at update 220
-    eval_every_updates: int = 10
+    eval_every_updates: int = 20  # measuring costs about two updates; 220 is a multiple of 20
     seed: int = 0
     prompts_per_update: int = 512  # many prompts per update ...
     samples_per_prompt: int = 4  # ... and few answers to each
@@ -146,7 +148,51 @@ def clipped_advantages(advantages: torch.Tensor, ratio: torch.Tensor, clip: floa
 # ---------------------------------------------------------------------------------------------------
 
 class PieceError(ValueError):
-    """A student's piece returned something the loop cannot train on; the message says what."""
+    """A student's piece returned something the loop cannot train on; the message says what.
+
+    In a notebook it shows as its one-line message, not as a traceback through the loop (IPython's
+    ``_render_traceback_``, as :mod:`lmpolicy.checks` does for a failed check)."""
+
+    heading = "The training loop stopped"
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[31m\x1b[1m\u2717 {self.heading}:\x1b[0m {self}"]
+
+
+class PieceNotWritten(PieceError):
+    """A piece still raises NotImplementedError: its answer cell holds the exercise's placeholder."""
+
+    heading = "Not written yet"
+
+
+def example_call(name: str, piece: Callable, samples_per_prompt: int):
+    """Call ``piece``, the piece called ``name``, on a small batch shaped as the loop's: 2 prompts with
+    ``samples_per_prompt`` answers each, answers of ``RESPONSE_LEN`` tokens (the last one padding)."""
+    K = samples_per_prompt
+    rewards = torch.tensor([1.0, 0.0]).repeat(K)
+    token_logp = -torch.linspace(0.1, 1.0, 2 * K * RESPONSE_LEN).view(2 * K, RESPONSE_LEN)
+    mask = torch.ones(2 * K, RESPONSE_LEN)
+    mask[:, -1] = 0
+    if name == "leave_one_out_baseline":
+        return piece(rewards.view(2, K))
+    if name == "kl_penalized_rewards":
+        return piece(rewards, token_logp, token_logp - 0.1, mask, 0.02)
+    if name == "policy_gradient_loss":
+        return piece(token_logp.clone().requires_grad_(True), mask, rewards - 0.5)
+    raise ValueError(f"no piece called {name!r}")
+
+
+def require_written(pieces: dict[str, Callable], samples_per_prompt: int = 4) -> None:
+    """Stop at once, before any training, with a :class:`PieceNotWritten` naming the first of ``pieces``
+    (``{name: function}``) that still raises NotImplementedError, as a student's answer cell does when the
+    notebook is handed out. Any other error a piece raises on the small example call propagates as it is."""
+    for name, piece in pieces.items():
+        try:
+            example_call(name, piece, samples_per_prompt)
+        except NotImplementedError:
+            raise PieceNotWritten(f"write `{name}` first: its answer cell, the one that starts `def {name}(`, "
+                                  "still raises NotImplementedError. Write it, run that cell and its check, then "
+                                  "run this cell again.") from None
 
 
 def check_piece(value, expected_shape: tuple, what: str, *, needs_grad: bool = False) -> torch.Tensor:
@@ -234,11 +280,11 @@ class DistinctAnswers:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Steps 3-5 of an update
+# Two steps of an update that depend on the method
 # ---------------------------------------------------------------------------------------------------
 
 def answers_to_learn_from(rewards: torch.Tensor, r: Recipe) -> torch.Tensor:
-    """Step 3: a boolean mask over the P * K answers. RFT keeps the right ones; REINFORCE drops the prompts
+    """Step 2: a boolean mask over the P * K answers. RFT keeps the right ones; REINFORCE drops the prompts
     whose K answers all got the same reward (if ``skip_uniform_prompts``), whose advantages would all be 0."""
     P, K = r.prompts_per_update, r.samples_per_prompt
     if r.method == "rft":
@@ -264,52 +310,9 @@ def reinforce_advantages(rewards, token_logp, ref_logp, mask, r: Recipe, *, kl_p
     return advantages
 
 
-def clipped_policy_steps(model: TinyLM, optimizer: torch.optim.Optimizer, batch: DistinctAnswers,
-                         token_logp: torch.Tensor, weights: torch.Tensor, r: Recipe, policy_gradient_loss: Callable):
-    """Step 5: ``epochs_per_batch`` steps on the batch; from the second on, PPO's clipped importance weights."""
-    old_seq_logp = sequence_logprob(token_logp.detach(), batch.mask)
-    for epoch in range(r.epochs_per_batch):
-        step_weights = weights
-        if epoch > 0:  # off-policy now: importance ratio, clipped the PPO way
-            token_logp = shared_prompt_logprobs(model, batch.ids, r.temperature)
-            ratio = (sequence_logprob(token_logp.detach(), batch.mask) - old_seq_logp).exp()
-            step_weights = clipped_advantages(weights, ratio, r.clip)
-        loss = check_piece(policy_gradient_loss(token_logp, batch.mask, step_weights), (),
-                           "policy_gradient_loss(...)", needs_grad=True)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), r.max_grad_norm)
-        if not torch.isfinite(grad_norm):
-            raise PieceError("the gradient of policy_gradient_loss(...) is NaN or infinite")
-        optimizer.step()
-
-
 # ---------------------------------------------------------------------------------------------------
 # The training loop
 # ---------------------------------------------------------------------------------------------------
-
-def sample_and_verify(model: TinyLM, train_prompts: torch.Tensor, picker: PromptPicker, sampler: torch.Generator,
-                      r: Recipe, history: History):
-    """Steps 1-3 of an update: sample, verify, and keep the distinct answers worth a pass.
-
-    Returns ``(rewards, keep, batch)`` (all rewards, the mask of kept answers, the kept answers as
-    :class:`DistinctAnswers`), or None when no answer is worth a pass.
-    """
-    P, K = r.prompts_per_update, r.samples_per_prompt
-    # 1. P different problems, K answers to each
-    chosen = picker.pick(P)
-    gen = generate(model, train_prompts[chosen], temperature=r.temperature, generator=sampler, samples_per_prompt=K)
-    # 2. the verifier's rewards
-    rewards = verifier_reward(gen.ids[:, :PROMPT_LEN], gen.response_ids)
-    picker.record(chosen, rewards.view(P, K))
-    history.answers_sampled += len(rewards)
-    history.train_reward.append(rewards.mean().item())
-    # 3. the answers worth a pass, each distinct one through the model once
-    keep = answers_to_learn_from(rewards, r)
-    if not keep.any():
-        return None
-    return rewards, keep, DistinctAnswers(gen.ids[keep])
-
 
 def train(
     recipe: Recipe | None = None,
@@ -318,33 +321,53 @@ def train(
     leave_one_out_baseline: Callable = leave_one_out_baseline,
     kl_penalized_rewards: Callable = kl_penalized_rewards,
     policy_gradient_loss: Callable = policy_gradient_loss,
+    kl_loss_term: Callable | None = None,
     label: str = "REINFORCE",
     progress: bool = True,
 ) -> RunResult:
     """Fine-tune a copy of ``model`` (default: the shipped checkpoint) with ``recipe``; see the module docstring.
 
     The reference policy pi_ref is a frozen copy of the starting model. The three pieces default to the
-    reference versions of this module; notebook 08 passes the student's. Returns the trained model and
-    its :class:`~lmpolicy.tinylm.runs.History`.
+    reference versions of this module; notebook 08 passes the student's, and a piece that still raises
+    NotImplementedError stops the call at once (:func:`require_written`). ``kl_loss_term(token_logp,
+    ref_token_logp, mask, row_weights)``, if given, is a differentiated KL estimate added to the loss with
+    weight ``beta`` (the KL-placement study, :mod:`lmpolicy.tinylm.kl_placement`). Returns the trained
+    model and its :class:`~lmpolicy.tinylm.runs.History`.
     """
     r = recipe or Recipe()
+    P, K = r.prompts_per_update, r.samples_per_prompt
+    require_written(dict(leave_one_out_baseline=leave_one_out_baseline, kl_penalized_rewards=kl_penalized_rewards,
+                         policy_gradient_loss=policy_gradient_loss), K)
     model, reference, optimizer, sampler = start_run(r, model)
     train_prompts = encode_prompts(training_problems())
     picker = PromptPicker(len(train_prompts), sampler, prioritize=r.prioritize_prompts)
-    history = History(label=label)
-
-    def one_update(update: int) -> None:
+    run = Run(r, model, reference, label, progress)  # measures on schedule, stops at the target
+    for update in run.updates():
         warm_up_learning_rate(optimizer, r.lr, r.warmup_updates, update)
-        sampled = sample_and_verify(model, train_prompts, picker, sampler, r, history)  # steps 1-3
-        if sampled is None:
-            return
-        rewards, keep, batch = sampled
+
+        # 1. sample: P different prompts, favouring those often answered wrong, and K answers to each
+        chosen = picker.pick(P)
+        gen = generate(model, train_prompts[chosen], temperature=r.temperature, generator=sampler,
+                       samples_per_prompt=K)
+
+        # 2. reward: the verifier's 1 or 0 for each answer
+        rewards = verifier_reward(gen.ids[:, :PROMPT_LEN], gen.response_ids)
+        picker.record(chosen, rewards.view(P, K))
+        run.history.answers_sampled += len(rewards)
+        run.history.train_reward.append(rewards.mean().item())
+        keep = answers_to_learn_from(rewards, r)
+        if not keep.any():
+            continue
+        batch = DistinctAnswers(gen.ids[keep])  # the model runs once per distinct answer
+        s = batch.same  # which distinct row each kept answer is
+
+        # 3. log-probs of the policy that was sampled (the model at the sampling temperature)
         model.train()
-        # the log-probs of the policy that was sampled: the model at the sampling temperature
         token_logp = shared_prompt_logprobs(model, batch.ids, r.temperature)
-        # 4. the advantages (RFT: weight 1 on every kept answer)
+
+        # 4. advantages (RFT: weight 1 on every kept answer)
         if r.method == "rft":
-            advantages = torch.ones(len(batch.same))
+            advantages = torch.ones(len(s))
         else:
             # The leash is to the reference at the same temperature: the starting policy as it was sampled.
             # Then the KL is 0 at the start and measures only what training changed; against the reference
@@ -352,15 +375,31 @@ def train(
             # untempered sampling, undoing the temperature rather than restraining the learning.
             with torch.no_grad():
                 ref_logp = shared_prompt_logprobs(reference, batch.ids, r.temperature)
-            s = batch.same
             advantages = reinforce_advantages(rewards[keep], token_logp[s], ref_logp[s], batch.mask[s], r,
                                               kl_penalized_rewards=kl_penalized_rewards,
                                               leave_one_out_baseline=leave_one_out_baseline)
-        # 5. the clipped policy-gradient steps
-        clipped_policy_steps(model, optimizer, batch, token_logp, batch.fold(advantages), r, policy_gradient_loss)
+        weights = batch.fold(advantages)
 
-    run_with_budget(r, model, reference, one_update, history, progress)
-    return RunResult(model=model, history=history, recipe=r)
+        # 5. loss and step, epochs_per_batch times; from the second step on, PPO's clipped ratio
+        old_seq_logp = sequence_logprob(token_logp.detach(), batch.mask)
+        for epoch in range(r.epochs_per_batch):
+            step_weights = weights
+            if epoch > 0:  # off-policy now: importance ratio, clipped the PPO way
+                token_logp = shared_prompt_logprobs(model, batch.ids, r.temperature)
+                ratio = (sequence_logprob(token_logp.detach(), batch.mask) - old_seq_logp).exp()
+                step_weights = clipped_advantages(weights, ratio, r.clip)
+            loss = check_piece(policy_gradient_loss(token_logp, batch.mask, step_weights), (),
+                               "policy_gradient_loss(...)", needs_grad=True)
+            if kl_loss_term is not None:
+                loss = loss + r.beta * kl_loss_term(token_logp, ref_logp, batch.mask, batch.fold(torch.ones(len(s))))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), r.max_grad_norm)
+            if not torch.isfinite(grad_norm):
+                raise PieceError("the gradient of policy_gradient_loss(...) is NaN or infinite")
+            optimizer.step()
+
+    return RunResult(model=model, history=run.history, recipe=r)
 
 
 def main(argv: list[str] | None = None) -> RunResult:

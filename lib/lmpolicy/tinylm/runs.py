@@ -1,7 +1,8 @@
-"""A fine-tuning run of TinyLM: its budget, the held-out probe, the history, and the loop around one update.
+"""A fine-tuning run of TinyLM: its budget, the held-out probe, the history, and the clock around the loop.
 
 REINFORCE (:mod:`lmpolicy.tinylm.reinforce`) and SFT (:mod:`lmpolicy.tinylm.sft`) differ only in what one
-update does. Everything around it is here, so that both are stopped, measured and recorded the same way:
+update does; each writes its own loop. What is around the loop is here, so that both are stopped,
+measured and recorded the same way:
 
 * :class:`Budget`: how many updates a run trains for, how often it is measured and which targets stop it
   early. A run is a seeded, fixed number of *updates*, never a number of seconds: on a busy laptop it
@@ -10,15 +11,16 @@ update does. Everything around it is here, so that both are stopped, measured an
   from the reference, on the held-out problems;
 * :class:`History`: one entry per measurement, with the training time (measuring excluded) and the
   whole run's wall time (measuring included) beside it;
-* :func:`start_run` and :func:`run_with_budget`: the seeded start (a trainable copy, a frozen reference,
-  Adam) and the loop that calls ``one_update`` until the budget is spent; :func:`target_report` says in
-  one sentence whether the run reached its targets.
+* :func:`start_run`: the seeded start (a trainable copy, a frozen reference, Adam);
+* :class:`Run`: ``for update in run.updates():`` yields the update indices of the budget, and between
+  them keeps the training clock, measures on schedule, moves the progress bar and stops at the
+  target; :func:`target_report` says in one sentence whether the run reached its targets.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 from tqdm.auto import tqdm
@@ -150,52 +152,63 @@ def end_bar_early(bar: tqdm, n: int) -> None:
     bar.set_description_str(f"{bar.desc} (on target)", refresh=True)
 
 
-def run_with_budget(budget: Budget, model: TinyLM, reference: TinyLM, one_update: Callable[[int], None],
-                    history: History, progress: bool = True) -> History:
-    """Call ``one_update(update_index)`` ``budget.max_updates`` times, measuring every ``eval_every_updates``.
+class Run:
+    """The clock, the measurements and the progress bar around a training loop that the caller writes::
 
-    The measurements on the held-out problems (KL from ``reference``) go into ``history``; their time is
-    kept out of the training clock but shown by the progress bar, which counts updates and the cell's real
-    time. With ``stop_at_target`` the run ends at the first measurement that reaches both targets.
+        run = Run(recipe, model, reference, label="REINFORCE")
+        for update in run.updates():
+            ...  # one update of ``model``
+        run.history  # what was measured
+
+    :meth:`updates` measures ``model`` on the held-out problems (KL from ``reference``) before the first
+    update, every ``eval_every_updates`` updates and after the last; the time the loop's body takes is
+    the training time, the measuring is kept out of it but shown by the progress bar, which counts
+    updates and the cell's real time. With ``stop_at_target`` the loop ends at the first measurement
+    that reaches both targets.
     """
-    b = budget
-    run_start = time.perf_counter()
-    probe = HeldoutProbe(reference, heldout_problems()[:b.heldout_measured])
-    bar = tqdm(total=b.max_updates, desc=history.label, disable=not progress,
-               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} updates [{elapsed}<{remaining}{postfix}]")
 
-    def evaluate(update: int, seconds: float, cpu_seconds: float) -> None:
-        start = time.perf_counter()
-        m = probe.measure(model)
-        history.updates.append(update)
-        history.answers.append(history.answers_sampled)
-        history.seconds.append(seconds)
-        history.cpu_seconds.append(cpu_seconds)
+    def __init__(self, budget: Budget, model: TinyLM, reference: TinyLM, label: str = "", progress: bool = True):
+        self.budget, self.model, self.progress = budget, model, progress
+        self.history = History(label=label)
+        self.probe = HeldoutProbe(reference, heldout_problems()[:budget.heldout_measured])
+
+    def updates(self) -> Iterator[int]:
+        b, h = self.budget, self.history
+        run_start = time.perf_counter()
+        bar = tqdm(total=b.max_updates, desc=h.label, disable=not self.progress,
+                   bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} updates [{elapsed}<{remaining}{postfix}]")
+        try:
+            self._measure(0, 0.0, 0.0, bar)
+            train_seconds, cpu_seconds, update = 0.0, 0.0, 0
+            while update < b.max_updates and not (b.stop_at_target and h.updates_to_target is not None):
+                start, cpu_start = time.perf_counter(), time.process_time()
+                yield update  # the caller's loop body: one update
+                update += 1
+                train_seconds += time.perf_counter() - start
+                cpu_seconds += time.process_time() - cpu_start
+                bar.update(1)
+                if update % b.eval_every_updates == 0 or update == b.max_updates:
+                    self._measure(update, train_seconds, cpu_seconds, bar)
+            if update < b.max_updates:  # stopped on target: a finished bar, not an interrupted one
+                end_bar_early(bar, update)
+        finally:  # also when the loop's body raised: the bar ends where the run did
+            bar.close()
+            self.model.eval()
+            h.wall_seconds = time.perf_counter() - run_start
+
+    def _measure(self, update: int, seconds: float, cpu_seconds: float, bar: tqdm) -> None:
+        start, h = time.perf_counter(), self.history
+        m = self.probe.measure(self.model)
+        h.updates.append(update)
+        h.answers.append(h.answers_sampled)
+        h.seconds.append(seconds)
+        h.cpu_seconds.append(cpu_seconds)
         for key in ("greedy", "sampled", "kl"):
-            getattr(history, key).append(m[key])
-        if history.updates_to_target is None and reached_target(history, b):
-            history.seconds_to_target, history.updates_to_target = seconds, update
-            history.cpu_seconds_to_target = cpu_seconds
-        history.eval_seconds += time.perf_counter() - start
+            getattr(h, key).append(m[key])
+        if h.updates_to_target is None and reached_target(h, self.budget):
+            h.seconds_to_target, h.updates_to_target, h.cpu_seconds_to_target = seconds, update, cpu_seconds
+        h.eval_seconds += time.perf_counter() - start
         bar.set_postfix_str(f"greedy {m['greedy']:.3f}  sampled {m['sampled']:.3f}  KL {m['kl']:.3f}")
-
-    evaluate(0, 0.0, 0.0)
-    train_seconds, cpu_seconds, update = 0.0, 0.0, 0
-    while update < b.max_updates and not (b.stop_at_target and history.updates_to_target is not None):
-        start, cpu_start = time.perf_counter(), time.process_time()
-        one_update(update)
-        update += 1
-        train_seconds += time.perf_counter() - start
-        cpu_seconds += time.process_time() - cpu_start
-        bar.update(1)
-        if update % b.eval_every_updates == 0 or update == b.max_updates:
-            evaluate(update, train_seconds, cpu_seconds)
-    if update < b.max_updates:  # stopped on target: a finished bar, not an interrupted one
-        end_bar_early(bar, update)
-    bar.close()
-    model.eval()
-    history.wall_seconds = time.perf_counter() - run_start
-    return history
 
 
 def target_report(history: History, budget: Budget) -> str:

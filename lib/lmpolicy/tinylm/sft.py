@@ -15,8 +15,7 @@ import torch
 
 from lmpolicy.tinylm.model import TinyLM
 from lmpolicy.tinylm.pretraining import make_dataset, supervised_step
-from lmpolicy.tinylm.runs import (Budget, History, RunResult, run_with_budget, start_run, train_from_command_line,
-                               warm_up_learning_rate)
+from lmpolicy.tinylm.runs import Budget, Run, RunResult, start_run, train_from_command_line, warm_up_learning_rate
 
 
 @dataclass
@@ -40,16 +39,13 @@ def train(recipe: SFTRecipe | None = None, model: TinyLM | None = None, *, label
     r = recipe or SFTRecipe()
     model, reference, optimizer, batches = start_run(r, model)
     ids, mask = make_dataset(r.n_examples, r.seed)
-    history = History(label=label)
-
-    def one_update(update: int) -> None:
+    run = Run(r, model, reference, label, progress)
+    for update in run.updates():
         warm_up_learning_rate(optimizer, r.lr, r.warmup_updates, update)
         batch = torch.randint(len(ids), (r.batch_size,), generator=batches)
         supervised_step(model, optimizer, ids[batch], mask[batch])
-        history.answers_sampled += r.batch_size  # worked examples seen
-
-    run_with_budget(r, model, reference, one_update, history, progress)
-    return RunResult(model=model, history=history, recipe=r)
+        run.history.answers_sampled += r.batch_size  # worked examples seen
+    return RunResult(model=model, history=run.history, recipe=r)
 
 
 def main(argv: list[str] | None = None) -> RunResult:

@@ -1,8 +1,7 @@
 """Honest grade reports: one row per student and exercise, read from nbgrader's gradebook.
 
 A notebook that could not be graded is FAILED with its reason and has no score (never 0); an answer
-waiting for the instructor is "pending manual"; an exercise whose tests met a tampered notebook is
-"tampering" (score 0, reason given). ``grades.csv`` carries the same rows with a status column.
+waiting for the instructor is "pending manual". ``grades.csv`` carries the same rows with a status column.
 
 A manual grade that a re-grade put back up for review is "pending manual" too, counted as ``recheck``: when
 nbgrader autogrades a notebook again (``SaveAutoGrades``), every cell that already has a manual score gets
@@ -23,7 +22,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from lmpolicy.progress import exercise_key
+from lmpolicy.catalogue import exercise_key, label
 from lmpolicy_grader.class_grading.course import ASSIGNMENT, Outcome, load_config
 from lmpolicy_grader.class_grading.status import Status
 
@@ -239,6 +238,14 @@ def class_summary(rows: list[ExerciseRow]) -> list[str]:
         ["student", "score so far", "of", "status", "open"], lines, numbers=range(1, 3))
 
 
+def _named(notebook: str, exercise: str) -> str:
+    """An exercise as students read it ("Exercise 11.1(a)"), or by notebook and key where its key has no known form."""
+    try:
+        return label(exercise)
+    except ValueError:
+        return f"{notebook}/{exercise}"
+
+
 def exercise_statistics(rows: list[ExerciseRow]) -> list[str]:
     by_exercise = defaultdict(list)
     for row in rows:
@@ -248,7 +255,7 @@ def exercise_statistics(rows: list[ExerciseRow]) -> list[str]:
         scored = [r for r in mine if r.status == Status.GRADED]
         mean = f"{sum(r.score for r in scored) / len(scored):.2f}" if scored else "-"
         full = f"{100 * sum(r.score >= r.max_score for r in scored) / len(scored):.0f}%" if scored else "-"
-        lines.append([f"{notebook}/{exercise}", f"{mine[0].max_score:g}", len(scored), mean, full,
+        lines.append([_named(notebook, exercise), f"{mine[0].max_score:g}", len(scored), mean, full,
                       sum(r.status == Status.PENDING for r in mine), sum(r.status == Status.FAILED for r in mine),
                       sum(r.status == Status.MISSING for r in mine)])
     return ["Per exercise"] + _table(["exercise", "points", "graded", "mean", "full marks", "pending", "FAILED",

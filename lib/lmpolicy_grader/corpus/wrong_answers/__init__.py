@@ -17,6 +17,8 @@ import pkgutil
 from dataclasses import dataclass
 from enum import StrEnum
 
+from lmpolicy.catalogue import exercise_key
+
 
 class Kind(StrEnum):
     PITFALL = "pitfall"
@@ -27,11 +29,15 @@ class Kind(StrEnum):
 class WrongAnswer:
     notebook: str  # e.g. "01_policy_softmax" (source/ch11/<notebook>.ipynb)
     cell: str      # grade_id of the answer cell it replaces, e.g. "ex11_1a__sequence_logprob"
-    exercise: str  # e.g. "ex11_1a": the exercise whose hidden tests must fail
     source: str    # the full replacement cell source
     why: str       # the mistake, in words
     kind: Kind | None = None  # PITFALL or BREADTH; tests/notebooks/test_wrong_answers.py requires one
     names: str | None = None  # PITFALL: a phrase the visible check's message must contain
+
+    @property
+    def exercise(self) -> str:
+        """The exercise whose hidden tests must fail, e.g. "ex11_1a" (from the cell's grade id)."""
+        return exercise_key(self.cell)
 
 
 def _collect() -> list[WrongAnswer]:

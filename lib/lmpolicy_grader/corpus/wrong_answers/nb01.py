@@ -2,14 +2,14 @@
 from . import Kind, WrongAnswer
 
 NOTEBOOK = "01_policy_softmax"
-SOFTMAX = ("nb01_softmax__answer", "nb01_softmax")
-LOGPROB = ("ex11_1a__sequence_logprob", "ex11_1a")
-NUMBERS = ("ex11_1a__numbers", "ex11_1a")
+SOFTMAX = "nb01_softmax__answer"
+LOGPROB = "ex11_1a__sequence_logprob"
+NUMBERS = "ex11_1a__numbers"
 
 WRONG_ANSWERS = [
     # softmax
     WrongAnswer(
-        NOTEBOOK, *SOFTMAX,
+        NOTEBOOK, SOFTMAX,
         '''def softmax(logits, dim=-1):
     weights = torch.exp(logits)
     return weights / weights.sum(dim=dim, keepdim=True)
@@ -18,7 +18,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="subtract the maximum",
     ),
     WrongAnswer(
-        NOTEBOOK, *SOFTMAX,
+        NOTEBOOK, SOFTMAX,
         '''def softmax(logits, dim=-1):
     weights = torch.exp(logits - logits.max())
     return weights / weights.sum()
@@ -27,7 +27,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="normalise along `dim`",
     ),
     WrongAnswer(
-        NOTEBOOK, *SOFTMAX,
+        NOTEBOOK, SOFTMAX,
         '''def softmax(logits, dim=-1):
     weights = torch.exp(logits - logits.max(dim=-1, keepdim=True).values)
     return weights / weights.sum(dim=-1, keepdim=True)
@@ -36,7 +36,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="normalise along `dim`",
     ),
     WrongAnswer(
-        NOTEBOOK, *SOFTMAX,
+        NOTEBOOK, SOFTMAX,
         '''def softmax(logits, dim=-1):
     weights = torch.exp(logits - logits.max(dim=dim).values)
     return weights / weights.sum(dim=dim)
@@ -45,7 +45,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="keepdim=True",
     ),
     WrongAnswer(
-        NOTEBOOK, *SOFTMAX,
+        NOTEBOOK, SOFTMAX,
         '''def softmax(logits, dim=-1):
     weights = torch.exp(logits - logits.mean(dim=dim, keepdim=True))
     return weights / weights.sum(dim=dim, keepdim=True)
@@ -54,7 +54,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="-inf",
     ),
     WrongAnswer(
-        NOTEBOOK, *SOFTMAX,
+        NOTEBOOK, SOFTMAX,
         '''def softmax(logits, dim=-1):
     return logits.softmax(dim=dim)
 ''',
@@ -62,7 +62,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="library softmax",
     ),
     WrongAnswer(
-        NOTEBOOK, *SOFTMAX,
+        NOTEBOOK, SOFTMAX,
         '''def softmax(logits, dim=-1):
     return torch.softmax(logits, dim=dim)
 ''',
@@ -70,7 +70,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="library softmax",
     ),
     WrongAnswer(
-        NOTEBOOK, *SOFTMAX,
+        NOTEBOOK, SOFTMAX,
         '''from torch.nn.functional import softmax as torch_softmax
 
 
@@ -81,7 +81,7 @@ def softmax(logits, dim=-1):
         kind=Kind.PITFALL, names="gets no credit",
     ),
     WrongAnswer(
-        NOTEBOOK, *SOFTMAX,
+        NOTEBOOK, SOFTMAX,
         '''def softmax(logits, dim=-1):
     return torch.exp(torch.log_softmax(logits, dim=dim))
 ''',
@@ -90,7 +90,7 @@ def softmax(logits, dim=-1):
     ),
     # 11.1(a): sequence_logprob
     WrongAnswer(
-        NOTEBOOK, *LOGPROB,
+        NOTEBOOK, LOGPROB,
         '''def sequence_logprob(token_probs):
     return torch.log(torch.prod(token_probs, dim=-1))
 ''',
@@ -98,7 +98,7 @@ def softmax(logits, dim=-1):
         kind=Kind.PITFALL, names="underflows",
     ),
     WrongAnswer(
-        NOTEBOOK, *LOGPROB,
+        NOTEBOOK, LOGPROB,
         '''def sequence_logprob(token_probs):
     return torch.log(token_probs + 1e-10).sum(dim=-1)
 ''',
@@ -106,7 +106,7 @@ def softmax(logits, dim=-1):
         kind=Kind.PITFALL, names="-inf",
     ),
     WrongAnswer(
-        NOTEBOOK, *LOGPROB,
+        NOTEBOOK, LOGPROB,
         '''def sequence_logprob(token_probs):
     return torch.log(token_probs).sum()
 ''',
@@ -115,7 +115,7 @@ def softmax(logits, dim=-1):
     ),
     # 11.1(a): the numbers
     WrongAnswer(
-        NOTEBOOK, *NUMBERS,
+        NOTEBOOK, NUMBERS,
         '''prob_86 = 0.665 * 0.08 * 0.97
 logprob_86 = math.log10(prob_86)
 main_contributor = "6"
@@ -124,7 +124,7 @@ main_contributor = "6"
         kind=Kind.PITFALL, names="natural log",
     ),
     WrongAnswer(
-        NOTEBOOK, *NUMBERS,
+        NOTEBOOK, NUMBERS,
         '''prob_86 = 0.665 * 0.08 * 0.97
 logprob_86 = math.log(prob_86)
 main_contributor = "<eos>"

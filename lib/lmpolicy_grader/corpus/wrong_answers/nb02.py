@@ -2,9 +2,9 @@
 from . import Kind, WrongAnswer
 
 NOTEBOOK = "02_temperature"
-SAMPLER = ("task2__sample_with_temperature", "task2")
-TOP_K = ("nb02_top_k__answer", "nb02_top_k")
-TOP_P = ("nb02_top_p__answer", "nb02_top_p")
+SAMPLER = "task2__sample_with_temperature"
+TOP_K = "nb02_top_k__answer"
+TOP_P = "nb02_top_p__answer"
 
 _ENTROPY = '''def entropy(logits, kappa):
     log_probs = torch.log_softmax(kappa * logits.double(), dim=-1)
@@ -30,50 +30,50 @@ def _sampler(greedy="logits.argmax(dim=-1)", probs="torch.softmax(logits / tempe
 WRONG_ANSWERS = [
     # Lab Task 2: sample_with_temperature
     WrongAnswer(
-        NOTEBOOK, *SAMPLER,
+        NOTEBOOK, SAMPLER,
         _sampler(probs="torch.softmax(logits * temperature, dim=-1)"),
         "multiplies the logits by the temperature instead of dividing: right at T = 1 only",
         kind=Kind.PITFALL, names="divide the logits by the temperature",
     ),
     WrongAnswer(
-        NOTEBOOK, *SAMPLER,
+        NOTEBOOK, SAMPLER,
         _sampler(draw="torch.multinomial(probs, num_samples=1).squeeze(-1)"),
         "ignores the generator: the samples are not reproducible from a seed",
         kind=Kind.PITFALL, names="ignores its `generator`",
     ),
     WrongAnswer(
-        NOTEBOOK, *SAMPLER,
+        NOTEBOOK, SAMPLER,
         _sampler(draw="torch.multinomial(probs, num_samples=1, generator=torch.Generator().manual_seed(0)).squeeze(-1)"),
         "seeds a generator of its own instead of drawing from the one it is given",
         kind=Kind.PITFALL, names="does not draw from the `generator`",
     ),
     WrongAnswer(
-        NOTEBOOK, *SAMPLER,
+        NOTEBOOK, SAMPLER,
         _sampler(greedy=None),
         "no special case for T = 0: logits / 0 gives inf and NaN, and torch.multinomial raises",
         kind=Kind.PITFALL, names="greedy",
     ),
     WrongAnswer(
-        NOTEBOOK, *SAMPLER,
+        NOTEBOOK, SAMPLER,
         _sampler(greedy="logits.argmax()"),
         "greedy with argmax() over the whole batch: one index into the flattened tensor instead of one per row",
         kind=Kind.PITFALL, names="one token id per row",
     ),
     WrongAnswer(
-        NOTEBOOK, *SAMPLER,
+        NOTEBOOK, SAMPLER,
         _sampler(draw="torch.multinomial(probs, num_samples=1, generator=generator)"),
         "forgets to squeeze: torch.multinomial returns shape (B, 1), not (B,)",
         kind=Kind.PITFALL, names="one token id per row",
     ),
     WrongAnswer(
-        NOTEBOOK, *SAMPLER,
+        NOTEBOOK, SAMPLER,
         _sampler(probs="torch.exp(logits / temperature) / torch.exp(logits / temperature).sum(-1, keepdim=True)"),
         "an unstable softmax: exp(logits / T) overflows for small temperatures",
         kind=Kind.PITFALL, names="exp overflows",
     ),
     # top-k
     WrongAnswer(
-        NOTEBOOK, *TOP_K,
+        NOTEBOOK, TOP_K,
         '''def top_k_filter(logits, k):
     kth_largest = logits.topk(k, dim=-1).values[-1]
     return logits.masked_fill(logits < kth_largest, float("-inf"))
@@ -82,7 +82,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="its own k-th largest",
     ),
     WrongAnswer(
-        NOTEBOOK, *TOP_K,
+        NOTEBOOK, TOP_K,
         '''def top_k_filter(logits, k):
     keep = logits.topk(min(k, logits.shape[-1]), dim=-1).indices
     filtered = torch.full_like(logits, float("-inf"))
@@ -92,7 +92,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="ties",
     ),
     WrongAnswer(
-        NOTEBOOK, *TOP_K,
+        NOTEBOOK, TOP_K,
         '''def top_k_filter(logits, k):
     if k >= logits.shape[-1]:
         return logits.clone()
@@ -103,7 +103,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="-inf",
     ),
     WrongAnswer(
-        NOTEBOOK, *TOP_K,
+        NOTEBOOK, TOP_K,
         '''def top_k_filter(logits, k):
     kth_largest = logits.topk(k, dim=-1).values[..., -1:]
     return logits.masked_fill(logits < kth_largest, float("-inf"))
@@ -112,7 +112,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="nothing is cut",
     ),
     WrongAnswer(
-        NOTEBOOK, *TOP_K,
+        NOTEBOOK, TOP_K,
         '''def top_k_filter(logits, k):
     if k >= logits.shape[-1]:
         return logits
@@ -125,7 +125,7 @@ WRONG_ANSWERS = [
     ),
     # top-p
     WrongAnswer(
-        NOTEBOOK, *TOP_P,
+        NOTEBOOK, TOP_P,
         '''def top_p_filter(logits, p):
     probs, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
     drop = (probs.cumsum(dim=-1) - probs) >= p
@@ -136,19 +136,19 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="original positions",
     ),
     WrongAnswer(
-        NOTEBOOK, *TOP_P,
+        NOTEBOOK, TOP_P,
         _TOP_P.format(drop="drop_sorted = probs.cumsum(dim=-1) > p"),
         "drops the token that crosses p, so the nucleus holds less than p (and nothing at all when p is small)",
         kind=Kind.PITFALL, names="always kept",
     ),
     WrongAnswer(
-        NOTEBOOK, *TOP_P,
+        NOTEBOOK, TOP_P,
         _TOP_P.format(drop="drop_sorted = probs.cumsum(dim=-1) > p\n    drop_sorted[..., 0] = False"),
         "keeps the most likely token but drops the one that crosses p: the nucleus holds less than p",
         kind=Kind.PITFALL, names="crosses p",
     ),
     WrongAnswer(
-        NOTEBOOK, *TOP_P,
+        NOTEBOOK, TOP_P,
         '''def top_p_filter(logits, p):
     probs, order = logits.exp().sort(dim=-1, descending=True)
     drop_sorted = probs.cumsum(dim=-1) - probs >= p
@@ -159,20 +159,20 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="softmax",
     ),
     WrongAnswer(
-        NOTEBOOK, *TOP_P,
+        NOTEBOOK, TOP_P,
         _TOP_P.replace('float("-inf")', "-1e9").format(drop="drop_sorted = probs.cumsum(dim=-1) - probs >= p"),
         "sets the cut logits to -1e9 instead of -inf",
         kind=Kind.PITFALL, names="-inf",
     ),
     # 11.2(b)
     WrongAnswer(
-        NOTEBOOK, "ex11_2b__answer", "ex11_2b",
+        NOTEBOOK, "ex11_2b__answer",
         "temperature_095 = 0.334\n",
         "copies the chapter's rounded 0.334 instead of computing the temperature",
         kind=Kind.PITFALL, names="rounded",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_2b__answer", "ex11_2b",
+        NOTEBOOK, "ex11_2b__answer",
         '''u = (-1 + math.sqrt(1 + 4 * (1 / 0.95 - 1))) / 2
 temperature_095 = -math.log(u)
 ''',
@@ -181,7 +181,7 @@ temperature_095 = -math.log(u)
     ),
     # 11.2(c)
     WrongAnswer(
-        NOTEBOOK, "ex11_2c__entropy_slope", "ex11_2c",
+        NOTEBOOK, "ex11_2c__entropy_slope",
         _ENTROPY + '''
 
 def entropy_slope(logits, kappa):
@@ -193,7 +193,7 @@ def entropy_slope(logits, kappa):
         kind=Kind.PITFALL, names="not T",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_2c__entropy_slope", "ex11_2c",
+        NOTEBOOK, "ex11_2c__entropy_slope",
         '''def entropy(logits, kappa):
     weights = torch.exp(kappa * logits)
     probs = weights / weights.sum()
@@ -209,7 +209,7 @@ def entropy_slope(logits, kappa):
         kind=Kind.PITFALL, names="log_softmax",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_2c__entropy_slope", "ex11_2c",
+        NOTEBOOK, "ex11_2c__entropy_slope",
         _ENTROPY + '''
 
 def entropy_slope(logits, kappa):

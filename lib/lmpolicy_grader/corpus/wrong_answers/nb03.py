@@ -2,7 +2,7 @@
 from . import Kind, WrongAnswer
 
 NOTEBOOK = "03_three_stages"
-GRADIENTS = ("ex11_1c__gradients", "ex11_1c")
+GRADIENTS = "ex11_1c__gradients"
 
 
 def _rft(objective="torch.log_softmax(theta, dim=-1)[kept].mean()"):
@@ -32,7 +32,7 @@ def reinforce_gradient(logits, samples, rewards):
 
 WRONG_ANSWERS = [
     WrongAnswer(
-        NOTEBOOK, *GRADIENTS,
+        NOTEBOOK, GRADIENTS,
         '''def rft_gradient(logits, samples, rewards):
     theta = logits.detach().clone().requires_grad_(True)
     objective = (rewards * torch.log_softmax(theta, dim=-1)[samples]).sum() / rewards.sum()
@@ -43,7 +43,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="k = 0",
     ),
     WrongAnswer(
-        NOTEBOOK, *GRADIENTS,
+        NOTEBOOK, GRADIENTS,
         '''def rft_gradient(logits, samples, rewards):
     logits.requires_grad_(True)
     kept = samples[rewards > 0]
@@ -56,25 +56,25 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="work on a copy",
     ),
     WrongAnswer(
-        NOTEBOOK, *GRADIENTS,
+        NOTEBOOK, GRADIENTS,
         _rft("torch.log_softmax(theta, dim=-1)[kept].sum() / len(samples)") + _reinforce(),
         "divides the kept samples' sum by N instead of k: this is REINFORCE again, the k/N factor disappears",
         kind=Kind.PITFALL, names="not by N",
     ),
     WrongAnswer(
-        NOTEBOOK, *GRADIENTS,
+        NOTEBOOK, GRADIENTS,
         _rft() + _reinforce(reduce="sum"),
         "sums r_i grad log pi over the batch without dividing by N",
         kind=Kind.PITFALL, names="divide by N",
     ),
     WrongAnswer(
-        NOTEBOOK, *GRADIENTS,
+        NOTEBOOK, GRADIENTS,
         _rft("-torch.log_softmax(theta, dim=-1)[kept].mean()  # the loss") + _reinforce(),
         "returns the gradient of the loss (minus the objective): the opposite direction",
         kind=Kind.PITFALL, names="opposite way",
     ),
     WrongAnswer(
-        NOTEBOOK, *GRADIENTS,
+        NOTEBOOK, GRADIENTS,
         _rft() + _reinforce(weights="(rewards.to(theta.dtype) - rewards.mean())"),
         "subtracts the batch mean as a baseline: a different estimator from the plain REINFORCE asked for",
         kind=Kind.BREADTH,

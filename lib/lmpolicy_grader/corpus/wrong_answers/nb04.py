@@ -2,9 +2,9 @@
 from . import Kind, WrongAnswer
 
 NOTEBOOK = "04_two_mdp_views"
-BANDIT = ("ex11_3a__answer", "ex11_3a")
-TOKEN = ("ex11_3b__answer", "ex11_3b")
-CHAIN = ("ex11_3c__answer", "ex11_3c")
+BANDIT = "ex11_3a__answer"
+TOKEN = "ex11_3b__answer"
+CHAIN = "ex11_3c__answer"
 
 
 
@@ -46,13 +46,13 @@ _KL_ROWS = '''def kl_rows(p, q):
 WRONG_ANSWERS = [
     # 11.3(a)
     WrongAnswer(
-        NOTEBOOK, *BANDIT,
+        NOTEBOOK, BANDIT,
         _bandit(first="torch.exp(theta)"),
         "uses exp(theta) without normalising: right at theta_ref (where exp gives 0.7, 0.3), wrong gradient",
         kind=Kind.PITFALL, names="softmax(theta), not exp(theta)",
     ),
     WrongAnswer(
-        NOTEBOOK, *BANDIT,
+        NOTEBOOK, BANDIT,
         '''def bandit_objective(theta, second_probs, rewards):
     first = np.exp(theta.numpy()) / np.exp(theta.numpy()).sum()
     return torch.tensor((first[:, None] * second_probs.numpy() * rewards.numpy()).sum())
@@ -64,7 +64,7 @@ grad_b_bandit = 0.6 * 0.7 * 0.3
         kind=Kind.PITFALL, names="differentiable",
     ),
     WrongAnswer(
-        NOTEBOOK, *BANDIT,
+        NOTEBOOK, BANDIT,
         '''def bandit_objective(theta, second_probs, rewards):
     first = torch.tensor(np.exp(theta.detach().numpy()) / np.exp(theta.detach().numpy()).sum())
     return (first[:, None] * second_probs * rewards).sum()
@@ -76,14 +76,14 @@ grad_b_bandit = 0.6 * 0.7 * 0.3
         kind=Kind.PITFALL, names="not differentiable",
     ),
     WrongAnswer(
-        NOTEBOOK, *BANDIT,
+        NOTEBOOK, BANDIT,
         _bandit(component=0),
         "reads the theta_a component of the gradient (index 0) instead of theta_b",
         kind=Kind.PITFALL, names="index 0",
     ),
     # 11.3(b)
     WrongAnswer(
-        NOTEBOOK, *TOKEN,
+        NOTEBOOK, TOKEN,
         '''def token_level_gradient(theta, second_probs, rewards, baseline=0.0):
     first = torch.softmax(theta.detach(), dim=-1)
     reference = torch.tensor([0.7, 0.3], dtype=first.dtype) if len(first) == 2 else torch.full_like(first, 1 / len(first))
@@ -99,26 +99,26 @@ grad_b_token_baseline = token_level_gradient(theta_ref, second_probs, reward_tab
         kind=Kind.PITFALL, names="not pi_ref",
     ),
     WrongAnswer(
-        NOTEBOOK, *TOKEN,
+        NOTEBOOK, TOKEN,
         _TOKEN_LEVEL.format(scores="torch.eye(len(first), dtype=first.dtype)", weight=_WEIGHT, index=1),
         "takes grad log pi(y1) = e_y1, forgetting the softmax's normaliser (e_y1 - pi)",
         kind=Kind.PITFALL, names="e_y1 - softmax(theta)",
     ),
     WrongAnswer(
-        NOTEBOOK, *TOKEN,
+        NOTEBOOK, TOKEN,
         _TOKEN_LEVEL.format(scores=_SCORES, weight="second_probs * (rewards - baseline)", index=1),
         "weights each response by pi(y2 | y1) only, leaving out the first token's probability",
         kind=Kind.PITFALL, names="softmax(theta)[y1]",
     ),
     WrongAnswer(
-        NOTEBOOK, *TOKEN,
+        NOTEBOOK, TOKEN,
         _TOKEN_LEVEL.format(scores=_SCORES, weight=_WEIGHT, index=0),
         "reads the theta_a component (index 0) instead of theta_b",
         kind=Kind.PITFALL, names="index 0",
     ),
     # 11.3(c)
     WrongAnswer(
-        NOTEBOOK, *CHAIN,
+        NOTEBOOK, CHAIN,
         '''def kl_chain_rule(p_first, p_second, q_first, q_second):
     first = np.sum(p_first * np.log(p_first / q_first))
     second = np.sum(p_second * np.log(p_second / q_second), axis=-1)
@@ -131,7 +131,7 @@ kl_pi_star = kl_chain_rule(pi_star.tables[0], pi_star.tables[1], toy.tables[0], 
         kind=Kind.PITFALL, names="p's own first-token probabilities",
     ),
     WrongAnswer(
-        NOTEBOOK, *CHAIN,
+        NOTEBOOK, CHAIN,
         '''def kl_chain_rule(p_first, p_second, q_first, q_second):
     first = np.sum(p_first * np.log(p_first / q_first))
     second = np.sum(p_second * np.log(p_second / q_second), axis=-1)
@@ -144,7 +144,7 @@ kl_pi_star = kl_chain_rule(pi_star.tables[0], pi_star.tables[1], toy.tables[0], 
         kind=Kind.PITFALL, names="0 log 0",
     ),
     WrongAnswer(
-        NOTEBOOK, *CHAIN,
+        NOTEBOOK, CHAIN,
         _KL_ROWS + '''def kl_chain_rule(p_first, p_second, q_first, q_second):
     return float(np.asarray(p_first) @ kl_rows(p_second, q_second))
 
@@ -155,7 +155,7 @@ kl_pi_star = kl_chain_rule(pi_star.tables[0], pi_star.tables[1], toy.tables[0], 
         kind=Kind.PITFALL, names="first-token KL",
     ),
     WrongAnswer(
-        NOTEBOOK, *CHAIN,
+        NOTEBOOK, CHAIN,
         _KL_ROWS + '''def kl_chain_rule(p_first, p_second, q_first, q_second):
     return float(kl_rows(p_first, q_first) + np.asarray(p_first) @ kl_rows(p_second, q_second))
 

@@ -86,7 +86,7 @@ true_reward_at_beta_0_1 = float(pi_low_beta @ {measure})
 WRONG_ANSWERS = [
     # --- Lab Task 4: tilted_optimum ------------------------------------------------------------------
     WrongAnswer(
-        NOTEBOOK, "task4__tilted_optimum", "task4",
+        NOTEBOOK, "task4__tilted_optimum",
         '''def tilted_optimum(ref_probs, rewards, beta):
     weights = np.asarray(ref_probs) * np.exp(np.asarray(rewards) / beta)
     return weights / weights.sum(), float(np.log(weights.sum()))
@@ -95,26 +95,26 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="work in log space",
     ),
     WrongAnswer(
-        NOTEBOOK, "task4__tilted_optimum", "task4",
+        NOTEBOOK, "task4__tilted_optimum",
         _tilted_optimum_answer(_LOG_WEIGHTS, f"{_NORMALISED}, float(beta * (shift + np.log(weights.sum())))"),
         "returns beta * log Z where log Z is asked for (the same at beta = 1)",
         kind=Kind.PITFALL, names="is beta * log Z",
     ),
     WrongAnswer(
-        NOTEBOOK, "task4__tilted_optimum", "task4",
+        NOTEBOOK, "task4__tilted_optimum",
         _tilted_optimum_answer(_LOG_WEIGHTS, "weights, float(shift + np.log(weights.sum()))"),
         "forgets to normalise: returns the shifted weights instead of pi*",
         kind=Kind.PITFALL, names="normalise",
     ),
     WrongAnswer(
-        NOTEBOOK, "task4__tilted_optimum", "task4",
+        NOTEBOOK, "task4__tilted_optimum",
         _tilted_optimum_answer("np.log(ref_probs + 1e-12) + rewards / beta",
                                f"{_NORMALISED}, float(shift + np.log(weights.sum()))"),
         "an epsilon in the log: a response with pi_ref = 0 and a large reward gets mass at small beta",
         kind=Kind.PITFALL, names="must stay impossible",
     ),
     WrongAnswer(
-        NOTEBOOK, "task4__tilted_optimum", "task4",
+        NOTEBOOK, "task4__tilted_optimum",
         '''def tilted_optimum(ref_probs, rewards, beta):
     ref_probs, rewards = np.asarray(ref_probs, dtype=float), np.asarray(rewards, dtype=float)
     shift = (rewards / beta).max()
@@ -126,44 +126,44 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="underflowed to 0",
     ),
     WrongAnswer(
-        NOTEBOOK, "task4__tilted_optimum", "task4",
+        NOTEBOOK, "task4__tilted_optimum",
         _tilted_optimum_answer(_LOG_WEIGHTS, f"{_NORMALISED}, float(np.log(weights.sum()))"),
         "log Z without the maximum added back (log of the shifted sum only)",
         kind=Kind.PITFALL, names="leaves out the maximum",
     ),
     WrongAnswer(
-        NOTEBOOK, "task4__tilted_optimum", "task4",
+        NOTEBOOK, "task4__tilted_optimum",
         _tilted_optimum_answer(_LOG_WEIGHTS, f"{_NORMALISED}, float((shift + np.log(weights.sum())) / np.log(10))"),
         "log Z as a base-10 log",
         kind=Kind.PITFALL, names="base-10",
     ),
     # --- Lab Task 4: kl_objective --------------------------------------------------------------------
     WrongAnswer(
-        NOTEBOOK, "task4__kl_objective", "task4",
+        NOTEBOOK, "task4__kl_objective",
         _kl_objective_answer("np.nansum(ref_probs * np.log(ref_probs / policy_probs))"),
         "the KL with its arguments swapped, KL(pi_ref || pi)",
         kind=Kind.PITFALL, names="computes KL(pi_ref || pi)",
     ),
     WrongAnswer(
-        NOTEBOOK, "task4__kl_objective", "task4",
+        NOTEBOOK, "task4__kl_objective",
         _kl_objective_answer("np.sum(policy_probs * np.log(policy_probs / ref_probs))"),
         "sums p log(p / q) over every response: a response the policy never writes gives 0 x -inf = NaN",
         kind=Kind.PITFALL, names="0 log 0",
     ),
     WrongAnswer(
-        NOTEBOOK, "task4__kl_objective", "task4",
+        NOTEBOOK, "task4__kl_objective",
         _kl_objective_answer(_KL_ON_SUPPORT, "reward + beta * divergence"),
         "adds the KL penalty instead of subtracting it",
         kind=Kind.PITFALL, names="adds the KL",
     ),
     WrongAnswer(
-        NOTEBOOK, "task4__kl_objective", "task4",
+        NOTEBOOK, "task4__kl_objective",
         _kl_objective_answer(_KL_ON_SUPPORT, "reward - divergence"),
         "leaves beta out of the objective (the same at beta = 1)",
         kind=Kind.PITFALL, names="leaves out beta",
     ),
     WrongAnswer(
-        NOTEBOOK, "task4__kl_objective", "task4",
+        NOTEBOOK, "task4__kl_objective",
         _kl_objective_answer("np.sum(policy_probs[(policy_probs > 0) & (ref_probs > 0)] * np.log("
                              "policy_probs[(policy_probs > 0) & (ref_probs > 0)] / ref_probs[(policy_probs > 0) & (ref_probs > 0)]))"),
         "skips the responses with pi_ref = 0, so a policy with mass there gets a finite J instead of -inf",
@@ -171,7 +171,7 @@ WRONG_ANSWERS = [
     ),
     # --- Lab Task 5 ----------------------------------------------------------------------------------
     WrongAnswer(
-        NOTEBOOK, "task5__token_level_optimum", "task5",
+        NOTEBOOK, "task5__token_level_optimum",
         '''def token_level_optimum(first_probs, second_probs, rewards, beta):
     first_probs, second_probs = np.asarray(first_probs, float), np.asarray(second_probs, float)
     V = (second_probs * rewards).sum(axis=1)
@@ -186,7 +186,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="soft maximum",
     ),
     WrongAnswer(
-        NOTEBOOK, "task5__token_level_optimum", "task5",
+        NOTEBOOK, "task5__token_level_optimum",
         '''def token_level_optimum(first_probs, second_probs, rewards, beta):
     first_probs, second_probs = np.asarray(first_probs, float), np.asarray(second_probs, float)
     V = beta * np.log((second_probs * np.exp(rewards / beta)).sum(axis=1))
@@ -199,7 +199,7 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="work in log space",
     ),
     WrongAnswer(
-        NOTEBOOK, "task5__token_level_optimum", "task5",
+        NOTEBOOK, "task5__token_level_optimum",
         _token_level_answer("np.logaddexp.reduce(log_second + rewards / beta, axis=1)",
                             "beta * np.logaddexp.reduce(log_first + V)", second_tilt="rewards / beta - V[:, None]",
                             first_star="np.exp(log_first + V - V0 / beta)"),
@@ -207,27 +207,27 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="multiply by beta",
     ),
     WrongAnswer(
-        NOTEBOOK, "task5__token_level_optimum", "task5",
+        NOTEBOOK, "task5__token_level_optimum",
         _token_level_answer("beta * np.logaddexp.reduce(log_second + rewards, axis=1)",
                             "beta * np.logaddexp.reduce(log_first + V / beta)"),
         "soft values with beta outside the log only, e^r instead of e^(r / beta) inside (the same at beta = 1)",
         kind=Kind.PITFALL, names="inside the exponential it is r / beta",
     ),
     WrongAnswer(
-        NOTEBOOK, "task5__token_level_optimum", "task5",
+        NOTEBOOK, "task5__token_level_optimum",
         _token_level_answer(_SOFT_VALUES, "np.logaddexp.reduce(log_first + V / beta)",
                             first_star="np.exp(log_first + V / beta - V0)"),
         "returns log Z as V0 instead of beta log Z (the same at beta = 1)",
         kind=Kind.PITFALL, names="is log Z",
     ),
     WrongAnswer(
-        NOTEBOOK, "task5__token_level_optimum", "task5",
+        NOTEBOOK, "task5__token_level_optimum",
         _token_level_answer(_SOFT_VALUES, _SOFT_ROOT, second_tilt="(rewards - V0) / beta"),
         "tilts the second token by r - V0 instead of r - V(y1): the rows of pi*(y2 | y1) do not sum to 1",
         kind=Kind.PITFALL, names="subtract V(y1), not V0",
     ),
     WrongAnswer(
-        NOTEBOOK, "task5__token_level_optimum", "task5",
+        NOTEBOOK, "task5__token_level_optimum",
         _token_level_answer(_SOFT_VALUES, _SOFT_ROOT,
                             log_probs="np.log(np.asarray(first_probs, float) + 1e-12), "
                                       "np.log(np.asarray(second_probs, float) + 1e-12)"),
@@ -236,7 +236,7 @@ WRONG_ANSWERS = [
     ),
     # --- Exercise 11.5(b) ----------------------------------------------------------------------------
     WrongAnswer(
-        NOTEBOOK, "ex11_5b__answer", "ex11_5b",
+        NOTEBOOK, "ex11_5b__answer",
         '''V_a = 0.6 * 0 + 0.4 * 1.0
 V_b = 0.5 * 0 + 0.5 * 2.0
 beta_log_Z = 0.7 * V_a + 0.3 * V_b
@@ -247,19 +247,19 @@ pi_star_bb = 0.15
         kind=Kind.PITFALL, names="soft maximum",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_5b__answer", "ex11_5b",
+        NOTEBOOK, "ex11_5b__answer",
         _worked_answer("0.523", "1.434", "0.892", "0.484", "0.454"),
         "copies the beta = 1 numbers of section 4",
         kind=Kind.PITFALL, names="at beta = 1",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_5b__answer", "ex11_5b",
+        NOTEBOOK, "ex11_5b__answer",
         _worked_answer(_V_A, _V_B, _ROOT, _FIRST_A, "0.5 * np.exp((2.0 - V_b) / beta)"),
         "pi*(b | b), the second token's probability, instead of the whole response's pi*(bb)",
         kind=Kind.PITFALL, names="is pi*(b | b)",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_5b__answer", "ex11_5b",
+        NOTEBOOK, "ex11_5b__answer",
         _worked_answer(_V_A, _V_B, "np.log(0.7 * np.exp(V_a / beta) + 0.3 * np.exp(V_b / beta))",
                        "0.7 * np.exp(V_a / beta) / np.exp(beta_log_Z)", "0.15 * np.exp(2.0 / beta) / np.exp(beta_log_Z)"),
         "log Z instead of beta log Z (pi* from it is right)",
@@ -267,7 +267,7 @@ pi_star_bb = 0.15
     ),
     # --- Exercise 11.7 -------------------------------------------------------------------------------
     WrongAnswer(
-        NOTEBOOK, "ex11_7a__answer", "ex11_7a",
+        NOTEBOOK, "ex11_7a__answer",
         '''def beta_for_temperature(T):
     return (1 - T) / T
 ''',
@@ -275,7 +275,7 @@ pi_star_bb = 0.15
         kind=Kind.PITFALL, names="needs a larger beta",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_7a__answer", "ex11_7a",
+        NOTEBOOK, "ex11_7a__answer",
         '''def beta_for_temperature(T):
     return T
 ''',
@@ -283,7 +283,7 @@ pi_star_bb = 0.15
         kind=Kind.PITFALL, names="is not the power distribution",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_7a__answer", "ex11_7a",
+        NOTEBOOK, "ex11_7a__answer",
         '''def beta_for_temperature(T):
     return T / (1 + T)
 ''',
@@ -291,7 +291,7 @@ pi_star_bb = 0.15
         kind=Kind.PITFALL, names="is not the power distribution",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_7b__answer", "ex11_7b",
+        NOTEBOOK, "ex11_7b__answer",
         '''power_probs = np.array([0.25, 0.25, 0.5])
 token_temperature_probs = np.array([1 / 6, 1 / 6, 2 / 3])
 ''',
@@ -299,7 +299,7 @@ token_temperature_probs = np.array([1 / 6, 1 / 6, 2 / 3])
         kind=Kind.PITFALL, names="not proportional to pi_ref(y)^(1/T)",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_7b__answer", "ex11_7b",
+        NOTEBOOK, "ex11_7b__answer",
         '''power_probs = np.array([1 / 6, 1 / 6, 2 / 3])
 token_temperature_probs = power_probs.copy()
 ''',
@@ -308,7 +308,7 @@ token_temperature_probs = power_probs.copy()
     ),
     # --- Exercise 11.8(b) ----------------------------------------------------------------------------
     WrongAnswer(
-        NOTEBOOK, "ex11_8b__answer", "ex11_8b",
+        NOTEBOOK, "ex11_8b__answer",
         '''beta_equal_mass = (1.6 - 1.0) / np.log(0.02 / 0.24)
 blind = get_scenario("blind_spot")
 pi_low_beta, _ = tilted_optimum(blind.model.response_probs(), blind.rewards, 0.1)
@@ -318,40 +318,40 @@ true_reward_at_beta_0_1 = float(pi_low_beta @ blind.rewards)
         kind=Kind.PITFALL, names="must be positive",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_8b__answer", "ex11_8b",
+        NOTEBOOK, "ex11_8b__answer",
         _blind_spot_answer(log="np.log10"),
         "a base-10 log in the crossover",
         kind=Kind.PITFALL, names="not 1",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_8b__answer", "ex11_8b",
+        NOTEBOOK, "ex11_8b__answer",
         _blind_spot_answer(measure="blind.rewards"),
         "reports the proxy (reward-model) reward of pi* as its true reward",
         kind=Kind.PITFALL, names="blind.true_rewards",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_8b__answer", "ex11_8b",
+        NOTEBOOK, "ex11_8b__answer",
         _blind_spot_answer(tilt="blind.true_rewards"),
         "tilts pi* by the true rewards, which the optimiser never sees",
         kind=Kind.PITFALL, names="reward model's scores",
     ),
     # --- Exercise 11.9(a)-(c) ------------------------------------------------------------------------
     WrongAnswer(
-        NOTEBOOK, "ex11_9a__answer", "ex11_9a",
+        NOTEBOOK, "ex11_9a__answer",
         '''demo_V_a, demo_V_b, demo_beta_log_Z, demo_pi_star_bb = 0.523, 1.434, 0.892, 0.454
 ''',
         "read off at beta = 1 instead of 0.5",
         kind=Kind.PITFALL, names="soft values at beta = 1",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_9a__answer", "ex11_9a",
+        NOTEBOOK, "ex11_9a__answer",
         '''demo_V_a, demo_V_b, demo_beta_log_Z, demo_pi_star_bb = 0.634, 1.663, 1.191, 0.770
 ''',
         "pi*(b) (the first token's bar) read as pi*(bb)",
         kind=Kind.BREADTH,
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_9b__answer", "ex11_9b",
+        NOTEBOOK, "ex11_9b__answer",
         '''T_matching_kl, reward_at_T_matching_kl, reward_pi_star_beta_2 = 0.3, 0.35, 0.887
 kl_at_max_T, reward_at_max_T = 0.045, 0.699
 ''',
@@ -359,7 +359,7 @@ kl_at_max_T, reward_at_max_T = 0.045, 0.699
         kind=Kind.PITFALL, names="not about 0.08",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_9b__answer", "ex11_9b",
+        NOTEBOOK, "ex11_9b__answer",
         '''T_matching_kl, reward_at_T_matching_kl, reward_pi_star_beta_2 = 0.486, 0.407, 0.727
 kl_at_max_T, reward_at_max_T = 0.045, 0.699
 ''',
@@ -367,7 +367,7 @@ kl_at_max_T, reward_at_max_T = 0.045, 0.699
         kind=Kind.PITFALL, names="is J(pi*)",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_9b__answer", "ex11_9b",
+        NOTEBOOK, "ex11_9b__answer",
         '''T_matching_kl, reward_at_T_matching_kl, reward_pi_star_beta_2 = 0.486, 0.407, 0.887
 kl_at_max_T, reward_at_max_T = 0.0, 0.58
 ''',
@@ -375,7 +375,7 @@ kl_at_max_T, reward_at_max_T = 0.0, 0.58
         kind=Kind.BREADTH,
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_9c__answer", "ex11_9c",
+        NOTEBOOK, "ex11_9c__answer",
         '''beta_best_true, kl_at_best_true, proxy_at_best_true = 0.241, 1.3, 1.2
 proxy_at_beta_0_1, true_at_beta_0_1 = 1.58, 0.03
 ''',
@@ -383,7 +383,7 @@ proxy_at_beta_0_1, true_at_beta_0_1 = 1.58, 0.03
         kind=Kind.PITFALL, names="below its peak",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_9c__answer", "ex11_9c",
+        NOTEBOOK, "ex11_9c__answer",
         '''beta_best_true, kl_at_best_true, proxy_at_best_true = 0.435, 0.485, 0.891
 proxy_at_beta_0_1, true_at_beta_0_1 = 0.032, 1.580
 ''',

@@ -71,13 +71,13 @@ def forward_kl_gradient(theta, ref_probs):
 WRONG_ANSWERS = [
     # --- Lab Task 3 ----------------------------------------------------------------------------------
     WrongAnswer(
-        NOTEBOOK, "task3__kl_estimators", "task3",
+        NOTEBOOK, "task3__kl_estimators",
         _estimators_answer("log_ratio", "0.5 * log_ratio ** 2", "torch.exp(log_ratio) - 1 - log_ratio"),
         "k3 with the ratio upside down: u = pi_theta / pi_ref instead of pi_ref / pi_theta",
         kind=Kind.PITFALL, names="ratio upside down",
     ),
     WrongAnswer(
-        NOTEBOOK, "task3__kl_estimators", "task3",
+        NOTEBOOK, "task3__kl_estimators",
         '''def kl_estimators(logp, ref_logp):
     log_ratio = (logp - ref_logp).detach()
     return log_ratio, 0.5 * log_ratio ** 2, torch.exp(-log_ratio) - 1 + log_ratio
@@ -86,26 +86,26 @@ WRONG_ANSWERS = [
         kind=Kind.PITFALL, names="carries no gradient",
     ),
     WrongAnswer(
-        NOTEBOOK, "task3__kl_estimators", "task3",
+        NOTEBOOK, "task3__kl_estimators",
         _estimators_answer("log_ratio", "log_ratio ** 2", "torch.exp(-log_ratio) - 1 + log_ratio"),
         "k2 without its factor 1/2",
         kind=Kind.PITFALL, names="factor 1/2",
     ),
     WrongAnswer(
-        NOTEBOOK, "task3__kl_estimators", "task3",
+        NOTEBOOK, "task3__kl_estimators",
         _estimators_answer("ref_logp - logp", "0.5 * log_ratio ** 2", "torch.exp(-log_ratio) - 1 + log_ratio"),
         "k1 with the log-ratio the wrong way round, log pi_ref - log pi_theta",
         kind=Kind.PITFALL, names="wrong sign: l = log pi_theta - log pi_ref",
     ),
     WrongAnswer(
-        NOTEBOOK, "task3__kl_estimators", "task3",
+        NOTEBOOK, "task3__kl_estimators",
         _estimators_answer("log_ratio", "0.5 * log_ratio ** 2", "torch.exp(-log_ratio) - 1 - log_ratio"),
         "k3 = u - 1 + log u: the log term with the wrong sign (k3 can then be negative)",
         kind=Kind.PITFALL, names="wrong sign on the log term",
     ),
     # --- Exercise 11.4(c), (d) -----------------------------------------------------------------------
     WrongAnswer(
-        NOTEBOOK, "ex11_4c__answer", "ex11_4c",
+        NOTEBOOK, "ex11_4c__answer",
         '''kl_exact = 0.99 * np.log(0.99 / 0.5) + 0.01 * np.log(0.01 / 0.5)
 k1_common, k1_rare = np.log(0.99 / 0.5), np.log(0.01 / 0.5)
 k3_common, k3_rare = 0.5 / 0.99 - 1 - k1_common, 0.5 / 0.01 - 1 - k1_rare
@@ -116,57 +116,57 @@ std_k3 = float(np.sqrt(0.99 * 0.01) * (k3_rare - k3_common))
         kind=Kind.PITFALL, names="wrong sign on the log term",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_4c__answer", "ex11_4c",
+        NOTEBOOK, "ex11_4c__answer",
         _sharp_answer("np.log(p_sharp / 0.5)", "np.exp(-log_ratio) - 1 + log_ratio", "np.sqrt(p_sharp @ {values} ** 2)"),
         "root mean square instead of standard deviation (the mean is not subtracted)",
         kind=Kind.PITFALL, names="subtract the mean",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_4c__answer", "ex11_4c",
+        NOTEBOOK, "ex11_4c__answer",
         _sharp_answer("np.log(0.5 / p_sharp)", "np.exp(-log_ratio) - 1 + log_ratio", _STD),
         "the log-ratio upside down, log(pi_ref / pi_theta): the 'KL' comes out negative",
         kind=Kind.PITFALL, names="a KL is never negative",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_4c__answer", "ex11_4c",
+        NOTEBOOK, "ex11_4c__answer",
         _sharp_answer("np.log10(p_sharp / 0.5)", "0.5 / p_sharp - 1 + log_ratio", _STD),
         "base-10 logs, with u = pi_ref / pi_theta computed directly",
         kind=Kind.PITFALL, names="natural log",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_4d__answer", "ex11_4d",
+        NOTEBOOK, "ex11_4d__answer",
         _batch_answer(p_no_rare="1 - 0.99 ** 16"),
         "the probability of at least one rare token instead of none",
         kind=Kind.PITFALL, names="at least one",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_4d__answer", "ex11_4d",
+        NOTEBOOK, "ex11_4d__answer",
         _batch_answer(k3_one="15 * k3_estimate_none + (u_rare - 1 - np.log(u_rare))"),
         "the batch's sum instead of its mean when one rare token appears",
         kind=Kind.PITFALL, names="mean of its 16",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_4d__answer", "ex11_4d",
+        NOTEBOOK, "ex11_4d__answer",
         _batch_answer(k1_none="0.99 * -np.log(u_common) + 0.01 * -np.log(u_rare)"),
         "the k1 estimate of a batch without rare tokens taken as the exact KL",
         kind=Kind.BREADTH,
     ),
     # --- Exercise 11.6(c) ----------------------------------------------------------------------------
     WrongAnswer(
-        NOTEBOOK, "ex11_6c__answer", "ex11_6c",
+        NOTEBOOK, "ex11_6c__answer",
         _gradients_answer("logp.exp()", ("reverse KL", "reverse KL", "reverse KL")),
         "differentiates through the sampling weights too: that is the gradient of E[k], not E[grad k]",
         kind=Kind.PITFALL, names="weights pi_theta(y) held fixed",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_6c__answer", "ex11_6c",
+        NOTEBOOK, "ex11_6c__answer",
         _gradients_answer("logp.exp().detach()", ("zero", "reverse KL", "reverse KL")),
         "right gradients, but believes k3 in the loss differentiates the reverse KL (GRPO's pitfall)",
         kind=Kind.PITFALL, names="what your own gradients show",
     ),
     # --- Exercise 11.9(d) ----------------------------------------------------------------------------
     WrongAnswer(
-        NOTEBOOK, "ex11_9d__answer", "ex11_9d",
+        NOTEBOOK, "ex11_9d__answer",
         '''fraction_k3_below_kl = 0.5
 smallest_std = "k3"
 smaller_std_of_k1_k3 = "k3"
@@ -175,7 +175,7 @@ smaller_std_of_k1_k3 = "k3"
         kind=Kind.PITFALL, names="median",
     ),
     WrongAnswer(
-        NOTEBOOK, "ex11_9d__answer", "ex11_9d",
+        NOTEBOOK, "ex11_9d__answer",
         '''fraction_k3_below_kl = 0.70
 smallest_std = "k3"
 smaller_std_of_k1_k3 = "k3"

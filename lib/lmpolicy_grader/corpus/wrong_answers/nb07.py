@@ -2,8 +2,8 @@
 from . import Kind, WrongAnswer
 
 NOTEBOOK = "07_logprob_plumbing"
-TASK1A = (NOTEBOOK, "task1a__response_logprobs", "task1a")
-TASK1B = (NOTEBOOK, "task1b__sequence_logprob", "task1b")
+TASK1A = (NOTEBOOK, "task1a__response_logprobs")
+TASK1B = (NOTEBOOK, "task1b__sequence_logprob")
 
 WRONG_ANSWERS = [
     # --- Task 1a: response_logprobs ------------------------------------------------------------

@@ -2,10 +2,10 @@
 from . import Kind, WrongAnswer
 
 NOTEBOOK = "08_tinylm_reinforce"
-BASELINE = (NOTEBOOK, "nb08_baseline__leave_one_out_baseline", "nb08_baseline")
-KL_REWARD = (NOTEBOOK, "nb08_kl_reward__kl_penalized_rewards", "nb08_kl_reward")
-PG_LOSS = (NOTEBOOK, "nb08_pg_loss__policy_gradient_loss", "nb08_pg_loss")
-EX11_10 = (NOTEBOOK, "ex11_10__disagreeing_temperatures", "ex11_10")
+BASELINE = (NOTEBOOK, "nb08_baseline__leave_one_out_baseline")
+KL_REWARD = (NOTEBOOK, "nb08_kl_reward__kl_penalized_rewards")
+PG_LOSS = (NOTEBOOK, "nb08_pg_loss__policy_gradient_loss")
+EX11_10 = (NOTEBOOK, "ex11_10__disagreeing_temperatures")
 
 WRONG_ANSWERS = [
     # --- the leave-one-out baseline -----------------------------------------------------------
