@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpec
@@ -95,6 +96,7 @@ class GradingKernelManager(AsyncKernelManager):
                                 "(the grading kernel runs one thread)").tag(config=True)
 
     _sandbox: Sandbox | None = None
+    _error_output = None  # the kernel's stderr, a file of its own
     _awaiting_notebook = False  # started before its notebook was known (kernel_pool): move_in comes later
 
     @property
@@ -150,6 +152,9 @@ class GradingKernelManager(AsyncKernelManager):
         await self._sandbox.seal([f"{self.ip}-{port}" for port in ports])
 
     async def _async_pre_start_kernel(self, **kw):
+        if self._error_output is None:  # what the kernel writes to stderr: a kernel that dies at start-up says why there
+            self._error_output = tempfile.TemporaryFile(prefix="lmpolicy-kernel-stderr-")
+        kw.setdefault("stderr", self._error_output)
         if self.sandbox and self._sandbox is None:
             require_sandbox()
             folder = None if self._awaiting_notebook else Path(kw.get("cwd") or os.getcwd())
@@ -175,6 +180,13 @@ class GradingKernelManager(AsyncKernelManager):
             return command
         env = {**os.environ, **(self._launch_args or {}).get("env", {}), **self.kernel_spec.env}
         return self._sandbox.command(command, env)
+
+    def error_output(self, limit: int = 600) -> str:
+        """The end of what the kernel wrote to its error output (at most ``limit`` characters)."""
+        if self._error_output is None:
+            return ""
+        self._error_output.seek(0)
+        return self._error_output.read().decode(errors="replace").strip()[-limit:]
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)

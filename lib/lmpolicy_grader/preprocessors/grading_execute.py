@@ -139,12 +139,14 @@ class GradingExecute(OutputCap, Execute):
                 raise
             self.log.warning("the grading kernel of %s died at start-up; starting it again", self.notebook_name)
             self.km, arguments = self.create_kernel_manager(), None
+            km = self.km  # nbclient lets go of it when its client fails
             await self.async_start_new_kernel()
             try:
                 kc = await super().async_start_new_kernel_client()
             except RuntimeError as error:
+                said = km.error_output() if hasattr(km, "error_output") else ""
                 raise GradingFailed("kernel died", "the grading kernel died twice at start-up, before any cell "
-                                    f"ran ({error})") from None
+                                    f"ran ({error})" + (f"; it said: {said}" if said else "")) from None
         if arguments is not None:
             await self._move_in(kc, arguments)
         self._start_spares()

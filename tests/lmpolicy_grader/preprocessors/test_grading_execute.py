@@ -85,3 +85,25 @@ def test_a_trusted_kernel_that_dies_twice_at_start_up_fails_the_notebook_with_th
     assert failed.value.kind == "trusted tests"
     assert "trusted test kernel died twice at start-up" in failed.value.reason
     assert TrustedKernelDyingAtStart.starts == 2
+
+
+class KernelWithoutItsPython(GradingKernelManager):
+    """A grading kernel whose Python is not there (as when the sandbox hides where it lives)."""
+
+    @property
+    def kernel_spec(self):
+        from jupyter_client.kernelspec import KernelSpec
+
+        from lmpolicy_grader.kernels.grading_kernel import grading_kernel_spec
+        return KernelSpec(resource_dir="", **grading_kernel_spec(python="/nonexistent/bin/python3"))
+
+
+def test_a_kernel_that_cannot_start_shows_its_own_error_output(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("answer = 6 * 7")])
+    execute = GradingExecute(config=Config({"GradingKernelManager": {"sandbox": False}}),
+                             kernel_manager_class=KernelWithoutItsPython, spare_kernels=False)
+    resources = {"nbgrader": {"notebook": "01_policy_softmax"}, "metadata": {"path": str(tmp_path)}}
+    with pytest.raises(GradingFailed) as failed:
+        execute.preprocess(nb, resources)
+    assert "died twice at start-up" in failed.value.reason
+    assert "/nonexistent/bin/python3" in failed.value.reason and "No such file or directory" in failed.value.reason
