@@ -90,7 +90,7 @@ check-notebook: $(EVERYTHING)
 	@test -n "$(NB)" || { echo "usage: make check-notebook NB=02_temperature"; exit 2; }
 	$(BIN)/python -m lmpolicy.catalogue check $(NB)
 	$(MAKE) --no-print-directory release
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests/notebooks tests/lmpolicy_grader/test_ch11_corpus.py \
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests/notebooks tests/lmpolicy_grader/scenarios/test_ch11_corpus.py \
 	    -k "$$($(BIN)/python -m lmpolicy.catalogue pytest-k $(NB))"
 
 grade: $(STUDENT) $(GRADER)

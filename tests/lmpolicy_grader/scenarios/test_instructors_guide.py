@@ -15,7 +15,7 @@ import pytest
 
 from lmpolicy_grader.__main__ import Examples, Grade, Release, Report, parse
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 GUIDE = REPO / "docs" / "instructors.md"
 COMMAND = re.compile(r"python -m lmpolicy_grader\b([^`#\n]*)")
 OPTIONAL = re.compile(r"\[([^\]]*)\]")  # "[--workers 4]" in a synopsis: the option, given

@@ -25,7 +25,7 @@ from lmpolicy_grader.corpus.examples import EXAMPLES_COURSE, examples_in_class, 
 from lmpolicy_grader.class_grading.course import STATUS_FILE, Outcome, load_config, save_outcomes
 from lmpolicy_grader.class_grading.status import Status
 
-from . import tiny_course
+from .. import tiny_course
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("real_class")]
 

@@ -22,7 +22,7 @@ from lmpolicy_grader.class_grading.course import load_config, load_outcomes
 from lmpolicy_grader.class_grading.report import exercise_rows, format_report, student_summaries
 from lmpolicy_grader.class_grading.status import Status
 
-from . import tiny_course
+from .. import tiny_course
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ import pytest
 from lmpolicy_grader.isolation import cgroup, sandbox
 from lmpolicy_grader.kernels import grading_kernel as kernel
 
-from .grading_kernel import run_in_kernel
+from ..grading_kernel import run_in_kernel
 
 # Skipped where no control group can be made (not root, read-only cgroups: grading then warns and keeps the
 # per-process limits, see the last test), and where no sandbox can be made outside CI.

@@ -387,7 +387,7 @@ def test_a_test_of_a_function_the_submission_lacks_says_why_in_the_feedback(tmp_
     from lmpolicy_grader.__main__ import release
     from lmpolicy_grader.class_grading.grading import grade_unit, worker_config
 
-    from . import tiny_course
+    from .. import tiny_course
 
     root = tiny_course.make_course(tmp_path / "course")
     release(root)

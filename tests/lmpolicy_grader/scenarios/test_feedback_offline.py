@@ -14,7 +14,7 @@ import pytest
 from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.grading import grade_class
 
-from . import tiny_course
+from .. import tiny_course
 
 pytestmark = pytest.mark.slow
 

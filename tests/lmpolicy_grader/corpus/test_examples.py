@@ -15,9 +15,9 @@ from lmpolicy_grader.class_grading.status import Status
 from lmpolicy_grader.corpus.written_answers import QUALITIES, WRITTEN_ANSWERS
 from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
 
-from . import tiny_course
-from .conftest import committed_notebooks
-from .test_ch11_corpus import _autograded
+from .. import tiny_course
+from ..conftest import committed_notebooks
+from ..scenarios.test_ch11_corpus import _autograded
 
 # What only an instructor's copy holds: nbgrader's markers and the mark schemes' headings.
 INSTRUCTOR_ONLY = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "**Mark scheme",

@@ -32,8 +32,8 @@ from lmpolicy_grader.incidents import Incident
 from lmpolicy_grader.class_grading.status import Status
 
 from .test_ch11_corpus import _autograded
-from .grading_kernel import process_uid, uid_pool
-from .tiny_course import replace_answer
+from ..grading_kernel import process_uid, uid_pool
+from ..tiny_course import replace_answer
 
 pytestmark = [
     pytest.mark.slow, pytest.mark.xdist_group("hostile_sandbox"),

@@ -24,8 +24,8 @@ from lmpolicy_grader.class_grading.grading import grade_class
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.class_grading.status import Status
 
-from . import tiny_course
-from .grading_kernel import COURSE_SECRETS, process_uid, run_in_kernel, started, uid_pool
+from .. import tiny_course
+from ..grading_kernel import COURSE_SECRETS, process_uid, run_in_kernel, started, uid_pool
 
 # Skipped where no sandbox can be made (macOS, a container without namespaces), except in CI, which
 # installs bubblewrap and sets LMPOLICY_REQUIRE_SANDBOX=1: there a missing sandbox fails every test.

@@ -21,7 +21,7 @@ from lmpolicy_grader.class_grading.course import STATUS_FILE
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.class_grading.status import Status
 
-from . import tiny_course
+from .. import tiny_course
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]
 

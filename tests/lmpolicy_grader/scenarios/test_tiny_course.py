@@ -19,7 +19,7 @@ from lmpolicy_grader.class_grading.course import load_config, load_outcomes
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.class_grading.status import Status
 
-from . import tiny_course
+from .. import tiny_course
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny_class")]
 

@@ -20,7 +20,7 @@ from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.grading import grade_unit, worker_config
 from lmpolicy_grader.class_grading.status import Status
 
-from . import tiny_course
+from .. import tiny_course
 
 pytestmark = pytest.mark.skipif(sandbox.sandbox_problem() is not None and not os.environ.get("LMPOLICY_REQUIRE_SANDBOX"),
                                 reason=f"no sandbox here: {sandbox.sandbox_problem()}")

@@ -20,7 +20,7 @@ from lmpolicy.progress import exercise_key
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.class_grading.status import Status
 
-from .conftest import CH11_EDITED_SETUP_SOURCE, CH11_EDITED_SETUP_STUDENT, CH11_HOSTILE_STUDENT
+from ..conftest import CH11_EDITED_SETUP_SOURCE, CH11_EDITED_SETUP_STUDENT, CH11_HOSTILE_STUDENT
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ch11_class")]
 

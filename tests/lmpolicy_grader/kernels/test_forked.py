@@ -26,7 +26,7 @@ from lmpolicy_grader.kernels import forked as forked_kernel
 from lmpolicy_grader.kernels.grading_kernel import DEFAULT_MEMORY_BYTES
 from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
 
-from .grading_kernel import logged_messages
+from ..grading_kernel import logged_messages
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfds here: the kernel is not forked")
 

@@ -25,7 +25,7 @@ from lmpolicy_grader.class_grading.grading import grade_class
 from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy_grader.class_grading.status import Status
 
-from . import tiny_course
+from .. import tiny_course
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile_in_process"),
               pytest.mark.skipif(sandbox.sandbox_problem() is not None and not os.environ.get("LMPOLICY_REQUIRE_SANDBOX"),
