@@ -11,8 +11,9 @@ import itertools
 import keyword
 import time
 import uuid
+from queue import Empty
 
-import zmq
+from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.session import Session
 
 from lmpolicy import checks
@@ -27,38 +28,24 @@ HEARTBEAT_EVERY = 2.0
 
 
 class Channel:
-    """One comm to the submission's kernel, over the kernel's own ZMQ sockets."""
+    """One comm to the submission's kernel, over jupyter_client's blocking client of that kernel."""
 
     def __init__(self, info: dict, deadline_seconds: float):
-        self.info = info
         self.deadline_seconds = deadline_seconds
         self.deadline = time.monotonic() + deadline_seconds
         self.broken: str | None = None
-        self.session = Session(key=info["key"].encode(), signature_scheme=info.get("signature_scheme", "hmac-sha256"),
-                               username="lmpolicy-trusted-tests")
-        self.context = zmq.Context()
-        self.shell = self._socket(zmq.DEALER, "shell_port")
-        self.control = self._socket(zmq.DEALER, "control_port")
-        self.iopub = self._socket(zmq.SUB, "iopub_port")
-        self.iopub.setsockopt(zmq.SUBSCRIBE, b"")
+        self.client = BlockingKernelClient(session=Session(username="lmpolicy-trusted-tests"))
+        self.client.load_connection_info(info)
+        self.client.start_channels(shell=True, iopub=True, stdin=False, hb=True, control=True)
+        self.client.hb_channel.time_to_dead = HEARTBEAT_EVERY
         self.comm_id = uuid.uuid4().hex
         self.ids = itertools.count(1)
-        self.session.send(self.shell, "comm_open", {"comm_id": self.comm_id, "target_name": TARGET, "data": {}})
+        self.client.session.send(self.client.shell_channel.socket, "comm_open",
+                                 {"comm_id": self.comm_id, "target_name": TARGET, "data": {}})
         self._handshake()
 
-    def _url(self, port_key: str) -> str:
-        if self.info["transport"] == "ipc":
-            return f"ipc://{self.info['ip']}-{self.info[port_key]}"
-        return f"tcp://{self.info['ip']}:{self.info[port_key]}"
-
-    def _socket(self, kind, port_key: str):
-        sock = self.context.socket(kind)
-        sock.linger = 0
-        sock.connect(self._url(port_key))
-        return sock
-
     def _handshake(self) -> None:
-        """Until the SUB socket is subscribed, replies are lost: ask until one comes back."""
+        """Until the iopub subscription is in place, replies are lost: ask until one comes back."""
         give_up = time.monotonic() + HANDSHAKE_SECONDS
         while time.monotonic() < give_up:
             request = self._send({"op": "hello"}, [])
@@ -74,25 +61,25 @@ class Channel:
 
     def _send(self, data: dict, buffers: list[bytes]) -> dict:
         request = {"id": next(self.ids), **data}
-        msg = self.session.send(self.shell, "comm_msg", {"comm_id": self.comm_id, "data": request}, buffers=buffers)
+        msg = self.client.session.send(self.client.shell_channel.socket, "comm_msg",
+                                       {"comm_id": self.comm_id, "data": request}, buffers=buffers)
         return {"id": request["id"], "op": data["op"], "msg_id": msg["header"]["msg_id"]}
 
     def _receive(self, timeout: float):
-        if not self.iopub.poll(max(0, int(timeout * 1000))):
-            return None
-        _, parts = self.session.feed_identities(self.iopub.recv_multipart(copy=True), copy=True)
         try:
-            return self.session.deserialize(parts, content=True, copy=True)
+            return self.client.get_iopub_msg(timeout=max(0.0, timeout))
+        except Empty:
+            return None
         except Exception:  # noqa: BLE001 - a message that does not parse (or is not signed) is not an answer
             return None
 
     def _alive(self) -> bool:
-        sock = self._socket(zmq.REQ, "hb_port")
-        try:
-            sock.send(b"ping")
-            return bool(sock.poll(1000))
-        finally:
-            sock.close()
+        """Does the kernel's heartbeat answer (three chances, so that one beat missed on a busy machine is not a death)?"""
+        for _ in range(3):
+            if self.client.hb_channel.is_beating():
+                return True
+            time.sleep(HEARTBEAT_EVERY)
+        return False
 
     def _wait(self, request: dict, until: float, interrupt: bool = True) -> tuple[dict, list]:
         next_beat = time.monotonic() + HEARTBEAT_EVERY
@@ -119,7 +106,7 @@ class Channel:
                 return data, msg.get("buffers") or []
 
     def _interrupt(self, request: dict):
-        self.session.send(self.control, "interrupt_request", {})
+        self.client.control_channel.send(self.client.session.msg("interrupt_request", {}))
         try:
             self._wait(request, time.monotonic() + INTERRUPT_GRACE_SECONDS, interrupt=False)
         except CallTimedOut:
