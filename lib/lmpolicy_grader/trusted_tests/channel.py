@@ -19,8 +19,9 @@ from jupyter_client.session import Session
 from lmpolicy import checks
 from lmpolicy_grader.trusted_tests import codec, no_credit
 from lmpolicy_grader.trusted_tests.call_server import TARGET
-from lmpolicy_grader.trusted_tests.errors import CallTimedOut, ChannelError, submission_exception
-from lmpolicy_grader.trusted_tests.proxies import SubmissionFunction, Unreadable, through_submission, write_back
+from lmpolicy_grader.trusted_tests.errors import CallTimedOut, ChannelError, InputChanged, submission_exception
+from lmpolicy_grader.trusted_tests.proxies import (SubmissionFunction, Unreadable, advance_generators, changed_input,
+                                                   through_submission)
 
 HANDSHAKE_SECONDS = 10
 INTERRUPT_GRACE_SECONDS = 10
@@ -180,8 +181,12 @@ class Channel:
             args_after, kwargs_after = decoder.decode(reply.get("args")), decoder.decode(reply.get("kwargs"))
         except codec.NotDecodable as error:
             raise ChannelError(f"what it returned could not be read ({error})") from None
-        write_back(list(args), args_after)
-        write_back(kwargs, kwargs_after)
+        changed = changed_input(list(args), args_after, "args") or changed_input(dict(kwargs), kwargs_after, "kwargs")
+        if changed:
+            raise InputChanged(f"{name} changed an input it was given ({changed}) in place: it must leave its "
+                               "inputs as it found them and return what it computes")
+        advance_generators(list(args), args_after)
+        advance_generators(dict(kwargs), kwargs_after)
         graph = reply.get("graph")
         if type(graph) is int:
             inputs = [t for t in codec.tensors_in((list(args), kwargs)) if t.requires_grad]

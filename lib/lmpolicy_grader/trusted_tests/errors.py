@@ -10,6 +10,10 @@ class ChannelError(Exception):
     remote_frames: list[str] = []  # no frames of the grader's own shown as the student's
 
 
+class InputChanged(ChannelError):
+    """The submission's function changed one of the inputs the test gave it."""
+
+
 class CallTimedOut(ChannelError):
     """The submission's function did not return within the cell's time."""
 

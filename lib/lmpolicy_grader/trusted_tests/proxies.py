@@ -1,8 +1,9 @@
 """The submission's functions and values as the trusted tests see them.
 
 A function of the submission becomes a ``SubmissionFunction``: calling it runs it in the submission's
-process (``channel.Channel.call``). What the call left in its arguments is written back only where the
-test allows it (``write_back``), and a result that carries a gradient back to an argument
+process (``channel.Channel.call``). The test's inputs stay its own: a call that changed one of them
+fails (``changed_input``), so that no expected value is computed from inputs the submission rewrote, and
+only a generator's new state is carried back (``advance_generators``). A result that carries a gradient back to an argument
 differentiates through the submission's process (``through_submission``: ``backward`` asks it for
 the vector-Jacobian product). A value outside the codec's safe form stands in as ``Unreadable``.
 """
@@ -45,46 +46,48 @@ class SubmissionFunction:
         return f"<your function {self.__name__}>"
 
 
-def write_back(original, after) -> None:
-    """Make ``original`` (an argument the tests passed) what the call left in the submission's copy."""
-    if isinstance(original, torch.Tensor) and isinstance(after, torch.Tensor):
-        if after.dtype == original.dtype and after.shape == original.shape:
-            same = torch.equal(original.detach(), after.detach()) or (
-                original.is_floating_point() and torch.equal(original.detach().isnan(), after.isnan())
-                and torch.equal(original.detach().nan_to_num(), after.detach().nan_to_num()))
-            if not same:
-                with torch.no_grad():
-                    original.copy_(after)
+def changed_input(original, after, where: str) -> str | None:
+    """Which part of ``original`` (an input the test passed) the call changed, as the submission's copy
+    shows it after the call; None if it left every part as it was. A generator is meant to advance: it
+    is never a change (``advance_generators`` carries its new state over)."""
+    if isinstance(original, torch.Generator):
+        return None
+    if isinstance(original, torch.Tensor):
+        if (not isinstance(after, torch.Tensor) or after.shape != original.shape or after.dtype != original.dtype
+                or after.requires_grad != original.requires_grad):
+            return where
+        mine, theirs = original.detach(), after.detach()
+        if original.is_floating_point() or original.is_complex():
+            same = torch.equal(mine.isnan(), theirs.isnan()) and torch.equal(mine.nan_to_num(), theirs.nan_to_num())
         else:
-            original.data = after.detach()
-        if original.is_leaf and original.requires_grad != after.requires_grad:
-            original.requires_grad_(after.requires_grad)
-    elif isinstance(original, torch.Generator) and isinstance(after, torch.Generator):
+            same = torch.equal(mine, theirs)
+        return None if same else where
+    if isinstance(original, np.ndarray):
+        same = isinstance(after, np.ndarray) and after.shape == original.shape and np.array_equal(
+            original, after, equal_nan=original.dtype.kind in "fc")
+        return None if same else where
+    if type(original) in (list, tuple):
+        if type(after) is not type(original) or len(after) != len(original):
+            return where
+        return next((found for i, (mine, theirs) in enumerate(zip(original, after))
+                     if (found := changed_input(mine, theirs, f"{where}[{i}]"))), None)
+    if type(original) is dict:
+        if type(after) is not dict or set(after) != set(original):
+            return where
+        return next((found for key in original if (found := changed_input(original[key], after[key], f"{where}[{key!r}]"))), None)
+    return None  # numbers and strings cross by value: the test's own copy cannot change
+
+
+def advance_generators(original, after) -> None:
+    """Give each generator the test passed the state the call left it in (sampling advances it)."""
+    if isinstance(original, torch.Generator) and isinstance(after, torch.Generator):
         original.set_state(after.get_state())
-    elif isinstance(original, np.ndarray) and isinstance(after, np.ndarray):
-        if original.flags.writeable and after.shape == original.shape and not np.array_equal(original, after, equal_nan=True):
-            np.copyto(original, after, casting="unsafe")
-    elif type(original) is list and type(after) is list:
-        if len(original) == len(after):
-            for mine, theirs in zip(original, after):
-                write_back(mine, theirs)
-        for i, (mine, theirs) in enumerate(zip(original, after)):
-            if not isinstance(mine, (torch.Tensor, torch.Generator, np.ndarray, list, dict)) and mine != theirs:
-                original[i] = theirs
-        if len(original) != len(after):
-            original[:] = after
-    elif type(original) is tuple and type(after) is tuple:
+    elif type(original) in (list, tuple) and type(after) in (list, tuple):
         for mine, theirs in zip(original, after):
-            write_back(mine, theirs)
+            advance_generators(mine, theirs)
     elif type(original) is dict and type(after) is dict:
-        for key in list(original):
-            if key not in after:
-                del original[key]
-        for key, theirs in after.items():
-            if key in original and isinstance(original[key], (torch.Tensor, torch.Generator, np.ndarray, list, dict)):
-                write_back(original[key], theirs)
-            else:
-                original[key] = theirs
+        for key in original.keys() & after.keys():
+            advance_generators(original[key], after[key])
 
 
 class _ThroughSubmission(torch.autograd.Function):

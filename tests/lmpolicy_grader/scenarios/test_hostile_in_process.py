@@ -6,7 +6,7 @@ right sequence_logprob (ex11_1a keeps its 3 points), plus one attack on the test
 worked when the tests ran beside the submission (input and AST transformers, a tracer, an audit
 hook, a custom exception handler, rebinding numpy, torch, builtins and the check helpers, fake
 output) change nothing now. Attacks on the channel itself (a kernel that never answers it, a result
-that cannot be encoded, a function that never returns) cost their exercise, with a reason, and a
+that cannot be encoded, a function that never returns, one that rewrites the test's inputs) cost their exercise, with a reason, and a
 kernel that dies inside a call fails its notebook, with the reason; a copied library code object
 earns nothing, named plainly or reached by a computed name.
 """
@@ -108,6 +108,15 @@ CHANNEL_ATTACKS = {
         "def softmax(logits, dim=-1):\n"
         "    return AlwaysClose()\n", "which the grader cannot read"),
     "never_returns": ("def softmax(logits, dim=-1):\n    while True:\n        pass\n", "did not return within"),
+    # zeroes every finite logit of the test's own tensor, then returns the (now uniform) softmax of it: a test that
+    # computed its expected value from that tensor after the call would agree (issue 20)
+    "rewrites_its_inputs": (
+        "import torch\n"
+        "def softmax(logits, dim=-1):\n"
+        "    with torch.no_grad():\n"
+        "        logits.masked_fill_(torch.isfinite(logits), 0.0)\n"
+        "    weights = torch.exp(logits - logits.amax(dim=dim, keepdim=True))\n"
+        "    return weights / weights.sum(dim=dim, keepdim=True)\n", "changed an input it was given"),
     "copied_code_object": (
         "import torch.nn.functional as F\n"
         "def softmax(logits, dim=-1):\n    pass\n"

@@ -2,8 +2,8 @@
 
 - ``channel``: every kind of value survives a round trip; what is outside the safe form is refused
   by name; a forged header cannot make decoding build anything else.
-- ``trusted_tests.channel.Channel`` against a real kernel with ``call_server`` loaded: results, arguments
-  as the call left them, a generator that advanced, a gradient through the submission's function,
+- ``trusted_tests.channel.Channel`` against a real kernel with ``call_server`` loaded: results, a call
+  that changes its inputs refused, a generator that advanced, a gradient through the submission's function,
   the submission's exceptions in its own words, and the no-credit rule.
 - a reference notebook graded with its tests in the trusted process earns every point, and every
   example submission scores exactly what it scores with the tests in the grading kernel.
@@ -26,6 +26,7 @@ from nbgrader.api import Gradebook
 from lmpolicy import checks
 from lmpolicy_grader.trusted_tests import codec as channel, no_credit, proxies
 from lmpolicy_grader.trusted_tests.channel import Channel
+from lmpolicy_grader.trusted_tests.errors import InputChanged
 from lmpolicy_grader.kernels.grading_kernel import KERNEL_NAME, install_grading_kernel
 from lmpolicy_grader.class_grading.status import Status
 
@@ -260,17 +261,23 @@ def test_a_call_returns_the_result_in_the_safe_form(submission_channel):
     assert torch.equal(got, x * 0.5) and got.dtype == torch.float64
 
 
-def test_arguments_come_back_as_the_call_left_them(submission_channel):
+def test_a_call_that_changes_its_inputs_fails_and_leaves_the_tests_inputs_alone(submission_channel):
+    """The test's inputs stay its own (issue 20): a changed value or requires_grad fails the call with the reason."""
     x = torch.tensor([1.0, 2.0])
-    assert submission_channel.call("scale_in_place", (x,), {}) is None
-    assert torch.equal(x, torch.tensor([3.0, 6.0]))
+    with pytest.raises(InputChanged, match=r"scale_in_place changed an input it was given \(args\[0\]\) in place"):
+        submission_channel.call("scale_in_place", (x,), {})
+    assert torch.equal(x, torch.tensor([1.0, 2.0]))
+    y = torch.zeros(2)
+    with pytest.raises(InputChanged, match="switch_on_grad changed an input"):
+        submission_channel.call("switch_on_grad", (y,), {})
+    assert not y.requires_grad
+
+
+def test_a_generator_comes_back_advanced(submission_channel):
     generator, twin = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
     drawn = submission_channel.call("draw", (generator,), {})
     assert torch.equal(drawn, torch.rand(3, generator=twin))
     assert torch.equal(torch.rand(2, generator=generator), torch.rand(2, generator=twin))  # it advanced
-    y = torch.zeros(2)
-    submission_channel.call("switch_on_grad", (y,), {})
-    assert y.requires_grad
 
 
 def test_a_gradient_flows_back_through_the_submissions_process(submission_channel):
