@@ -21,6 +21,7 @@ from lmpolicy_grader.class_grading.export import StatusCsvExportPlugin
 from lmpolicy_grader.class_grading.feedback_exporter import FeedbackHTMLExporter
 from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells, SaveAutoGradesWhole)
+from lmpolicy_grader.preprocessors.hide_output_after_first_test import HideOutputAfterFirstTest
 from lmpolicy_grader.preprocessors.show_pending_grades import PENDING_AWARE_FILTERS, ShowPendingGrades
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
@@ -101,7 +102,8 @@ c.ExportApp.plugin_class = StatusCsvExportPlugin
 
 # --- feedback: no hidden tests, no hidden assertion lines in tracebacks; an answer not graded yet
 # reads "not graded yet", not 0 (the filters let the feedback template print that text)
-c.GenerateFeedback.preprocessors = [GetGrades, ShowPendingGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+c.GenerateFeedback.preprocessors = [GetGrades, ShowPendingGrades, HideHiddenTests, HideOutputAfterFirstTest,
+                                     CSSHTMLHeaderPreprocessor]
 c.GenerateFeedback.exporter_class = FeedbackHTMLExporter  # nbconvert's HTML, its templates compiled once per worker
 
 # --- feedback formulas without internet: nbgrader's feedback template loads MathJax from a CDN, so a class on a
