@@ -15,6 +15,8 @@ import pytest
 from traitlets.log import get_logger
 
 from lmpolicy_grader.isolation import sandbox
+from lmpolicy_grader.kernels import remote_call
+from lmpolicy_grader.kernels.moving_in import TARGET as MOVING_IN
 from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
 
 # What a hostile submission goes looking for, relative to the course root.
@@ -58,8 +60,7 @@ def run_in_kernel(folder: Path, code: str, sandbox: bool = True, spare: bool = F
         try:
             await client.wait_for_ready(timeout=60)
             if moving_in is not None:
-                moved = await client.execute_interactive(moving_in, silent=True, timeout=60)
-                assert moved["content"]["status"] == "ok", moved["content"]
+                await remote_call.call(client, MOVING_IN, "take_files", 60, **moving_in)
             reply = await client.execute_interactive(textwrap.dedent(code), timeout=120,
                                                      output_hook=lambda msg: outputs.append(msg))
             assert reply["content"]["status"] == "ok", reply["content"]
