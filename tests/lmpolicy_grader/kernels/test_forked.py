@@ -309,10 +309,10 @@ def _start_a_zygote_that_ends(zygote) -> None:
 def test_without_the_provisioner_installed_the_kernel_starts_from_its_command_line(tmp_path, monkeypatch):
     """A course run from a checkout that pip never installed has no ``lmpolicy-forked`` entry point: its
     trusted kernels start as before, and grading says once why, instead of failing every notebook."""
-    from lmpolicy_grader.kernels import grading_kernel as kernel
+    from lmpolicy_grader.kernels import grading_kernel, trusted_kernel
 
-    monkeypatch.setattr(kernel, "provisioner_installed", lambda: False)
-    monkeypatch.setattr(kernel, "_warned", set())
+    monkeypatch.setattr(trusted_kernel, "provisioner_installed", lambda: False)
+    monkeypatch.setattr(grading_kernel, "_warned", set())
 
     with logged_messages() as warnings:
         assert _kernel_process(tmp_path) == ("Popen", os.getpid())
