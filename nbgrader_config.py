@@ -6,6 +6,12 @@ limited, sandboxed kernel and the tests in a trusted one, a notebook's grades ar
 all, and feedback shows neither hidden tests nor a 0 for an answer not graded by hand yet; and an exporter
 whose `nbgrader export` marks a submission that could not be graded FAILED instead of scoring it 0.
 """
+# --- Validate (the student's button and `nbgrader validate`): each failing check as its short ✗ lines under its
+# exercise's name, not the check cell's source. First, so that it holds even if a later line fails to load.
+from lmpolicy.validator import use_in_nbgrader
+
+use_in_nbgrader()
+
 import os
 import sys
 from pathlib import Path
@@ -17,8 +23,10 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
 import jupyter_server_mathjax
 import lmpolicy_grader
 import nbgrader
+from nbgrader.converters import GenerateAssignment
 from lmpolicy_grader.class_grading.export import StatusCsvExportPlugin
 from lmpolicy_grader.class_grading.feedback_exporter import FeedbackHTMLExporter
+from lmpolicy_grader.preprocessors.collapse_check_cells import CollapseCheckCells
 from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells, SaveAutoGradesWhole)
 from lmpolicy_grader.preprocessors.hide_output_after_first_test import HideOutputAfterFirstTest
@@ -96,6 +104,10 @@ c.GradingExecute.cell_timeouts = {"08_tinylm_reinforce": 120}
 c.GradingExecute.notebook_budgets = {"08_tinylm_reinforce": 360}
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 40
+
+# --- release: stock generate_assignment, then the check cells collapsed (their verdict is what a student reads)
+c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
+                                      CollapseCheckCells]
 
 # --- export: `nbgrader export` writes nbgrader_export.csv with a status column (FAILED, never a silent 0)
 c.ExportApp.plugin_class = StatusCsvExportPlugin

@@ -69,11 +69,36 @@ c.ConfigurableHTTPProxy.pid_file = str(STATE / "jupyterhub-proxy.pid")
 c.JupyterHub.cleanup_servers = False
 
 # --- each user's server --------------------------------------------------------------------------
-c.JupyterHub.spawner_class = "localprocess"  # the server runs as the user's own Unix account
-c.Spawner.cmd = [str(VENV_BIN / "jupyterhub-singleuser")]
+# LocalProcessSpawner (the server runs as the user's own Unix account) whose starts wait in line: a class
+# that logs in at once is queued, a few servers loading at a time, instead of twenty starting together,
+# each at a twentieth of the machine, and being killed by the hub at http_timeout (deploy/start_queue.py).
+sys.path.insert(0, str(DEPLOY))
+from start_queue import QueuedLocalProcessSpawner  # noqa: E402
+
+c.JupyterHub.spawner_class = QueuedLocalProcessSpawner
+# servers loading at once: one per core (the default) is what a start's CPU-bound imports can use
+if os.environ.get("LMPOLICY_HUB_START_SLOTS"):
+    c.QueuedLocalProcessSpawner.start_slots = int(os.environ["LMPOLICY_HUB_START_SLOTS"])
+# jupyterhub-singleuser without the two pieces of its start no user needs (deploy/singleuser/start.py);
+# LMPOLICY_HUB_STOCK_SINGLEUSER=1 starts the stock one (bench/bench_hub.py compares the two)
+if os.environ.get("LMPOLICY_HUB_STOCK_SINGLEUSER") == "1":
+    c.Spawner.cmd = [str(VENV_BIN / "jupyterhub-singleuser")]
+else:
+    c.Spawner.cmd = [str(VENV_BIN / "python"), str(DEPLOY / "singleuser" / "start.py")]
 c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"  # JupyterLab's root and nbgrader's assignment folder: the home
-c.Spawner.start_timeout = 120  # a cold JupyterLab on a busy machine
+# From its launch, a server has http_timeout to answer (JupyterHub's default, 30 s, is less than a
+# JupyterLab needs on a loaded 2-core machine); it loads beside at most start_slots - 1 others.
+c.Spawner.http_timeout = 120
+# start_timeout covers the wait in line too: a class of 60 at ~4 CPU-seconds a start on 2 cores waits 2 minutes
+c.Spawner.start_timeout = 600
+# starts pending at once (queued ones count): beyond it the hub answers "Too many users trying to log in
+# right now" (429, retry in 30-60 s). The queue makes a limit for the machine's sake unneeded; this one
+# bounds the line to what start_timeout lets it serve.
+c.JupyterHub.concurrent_spawn_limit = 100
+# A start request answers at once ("pending") instead of holding the student 10 s before the spawn page,
+# which shows the server's progress: their place in line while they wait, then that it is starting.
+c.JupyterHub.tornado_settings = {"slow_spawn_timeout": 0}
 
 
 def _role(spawner) -> str:

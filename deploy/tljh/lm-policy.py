@@ -87,3 +87,10 @@ def _grader_server(spawner):
 
 
 c.Spawner.pre_spawn_hook = _grader_server
+
+# --- a class that logs in at once ----------------------------------------------------------------
+# TLJH leaves JupyterHub's http_timeout at 30 s: a server that has not answered 30 s after its launch is
+# killed, and twenty JupyterLabs starting together on two cores need about a minute (docs/deployment.md,
+# "How many students a hub holds"). Two minutes, and start requests answered at once with the spawn page.
+c.Spawner.http_timeout = 120
+c.JupyterHub.tornado_settings = {**c.JupyterHub.get("tornado_settings", {}), "slow_spawn_timeout": 0}

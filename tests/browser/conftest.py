@@ -8,10 +8,16 @@ test-artifacts/browser-work/ch11 (CH11_COPY), made afresh for each test session,
 is the session's own; the demo notebooks are opened from copies under test-artifacts/ (ignored by git),
 so nothing a test does in the browser can touch the committed notebooks or a real student's work.
 
+Every server ends with the test run, interrupted or not (tests/browser/server_processes.py): its whole
+process group and its kernels, at the fixture's end, at exit, on SIGTERM or SIGHUP (turned into the
+KeyboardInterrupt that makes pytest tear its fixtures down, as Ctrl-C does), and, should the test process
+die without any of that (SIGKILL), by the watcher started beside each server.
+
 Chromium is Debian's (`apt-get install -y chromium`); Playwright's own browser download does not work
 on these machines. When LMPOLICY_REQUIRE_BROWSER is set (CI sets it) a missing Chromium fails the
 tests instead of skipping them.
 """
+import atexit
 import json
 import os
 import re
@@ -20,6 +26,8 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -27,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.browser.server_processes import end as end_group
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -37,6 +47,7 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+GRACE_FOR_WATCHER = 30  # seconds for the watcher to see its pipe closed and exit
 SERVER_START_TIMEOUT = 90  # seconds; a cold start on a busy 2-core machine takes about 10
 
 
@@ -46,6 +57,7 @@ class LabServer:
     token: str
     log_path: Path
     progress_file: Path  # the students' record the server's kernels write
+    pgid: int  # the server's process group (make, jupyter-lab); its kernels are its descendants
 
     def url(self, path: str) -> str:
         """The address of `path` on this server, with the token so the browser is logged in."""
@@ -75,42 +87,67 @@ def _free_port() -> int:
 LAB_SETTINGS = {
     # the browser tests only read what they run: never save the notebook copies
     ("docmanager-extension", "plugin"): {"autosave": False},
-    # no 'would you like news?' pop-up
-    ("apputils-extension", "notification"): {"fetchNews": "false", "checkForUpdates": False},
     # start the notebook's kernel without the 'Select Kernel' dialog, which otherwise appears now and
     # then while the page loads and swallows the clicks
     ("notebook-extension", "tracker"): {"autoStartDefaultKernel": True},
 }
 
 
-def _write_lab_settings(settings_dir: Path) -> None:
+# The instructor's lab asks whether to fetch Jupyter's news, in a toast that can cover what a test clicks; the
+# student's lab has no such toast (jupyter-config/student disables it), and its tests see what a student sees.
+INSTRUCTOR_SETTINGS = {("apputils-extension", "notification"): {"fetchNews": "false", "checkForUpdates": False}}
+
+
+def _write_lab_settings(settings_dir: Path, target: str) -> None:
     """User settings for the test server only (JUPYTERLAB_SETTINGS_DIR points here)."""
-    for (extension, plugin), values in LAB_SETTINGS.items():
+    settings = LAB_SETTINGS if target == "lab" else {**LAB_SETTINGS, **INSTRUCTOR_SETTINGS}
+    for (extension, plugin), values in settings.items():
         folder = settings_dir / "@jupyterlab" / extension
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{plugin}.jupyterlab-settings").write_text(json.dumps(values))
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+_RUNNING: dict[int, subprocess.Popen] = {}  # process group -> the make that leads it, while it runs
 
 
 def _stop(process: subprocess.Popen) -> None:
-    """SIGTERM to the process group we started (make, jupyter, its kernels), then SIGKILL if any of it lingers.
+    """End the process group we started (make, jupyter-lab) and its kernels: SIGTERM, then SIGKILL to what lingers.
 
     make can exit before its jupyter child has closed its port, so wait for the whole group, not make alone."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 20
-    while (process.poll(), _group_alive(process.pid))[1] and time.monotonic() < deadline:
-        time.sleep(0.2)  # poll() reaps make, so its zombie does not keep the group alive
-    if _group_alive(process.pid):
-        os.killpg(process.pid, signal.SIGKILL)
+    end_group(process.pid, reap=process.poll)  # poll() reaps make, so its zombie does not keep the group alive
     process.wait(timeout=10)
+    _RUNNING.pop(process.pid, None)
+
+
+@atexit.register
+def _stop_all() -> None:
+    """A pytest that exits without tearing its fixtures down still ends every server it started."""
+    for process in list(_RUNNING.values()):
+        _stop(process)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def _tear_down_on_termination() -> None:
+    """SIGTERM and SIGHUP end pytest as Ctrl-C does, with its fixtures torn down (their default ends the
+    process at once, finalizers and atexit hooks unrun)."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(signum) is signal.SIG_DFL:
+                signal.signal(signum, _interrupt)
+
+
+def _start_watcher(pgid: int) -> tuple[subprocess.Popen, int]:
+    """A process that ends group ``pgid`` when the pipe it reads closes, that is when this process ends,
+    however it ends; returns it and the pipe's end to close after a normal stop."""
+    read_end, write_end = os.pipe()  # not inherited by the other children (PEP 446)
+    watcher = subprocess.Popen([sys.executable, str(Path(__file__).with_name("server_processes.py")), str(pgid)],
+                               stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)  # a Ctrl-C to the terminal's group must not reach it
+    os.close(read_end)
+    return watcher, write_end
 
 
 STUDENT_COPY = "test-artifacts/browser-work/ch11"  # CH11_COPY: relative to the course folder
@@ -120,8 +157,9 @@ def _serve(target: str, scratch: Path, **make_vars: str):
     """`make <target>` on a free port with a token; yields the LabServer, stops it (with its kernels)."""
     if shutil.which("make") is None:
         pytest.fail("`make` is not installed: the course starts JupyterLab with `make lab`")
+    _tear_down_on_termination()
     settings_dir = scratch / "lab-user-settings"
-    _write_lab_settings(settings_dir)
+    _write_lab_settings(settings_dir, target)
     token = secrets.token_hex(16)
     port = _free_port()
     lab_args = f"--no-browser --port={port} --port-retries=0 --IdentityProvider.token={token}"
@@ -135,8 +173,10 @@ def _serve(target: str, scratch: Path, **make_vars: str):
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, start_new_session=True)
+    _RUNNING[process.pid] = process
+    watcher, watcher_pipe = _start_watcher(process.pid)
     server = LabServer(base_url=f"http://127.0.0.1:{port}", token=token, log_path=log_path,
-                       progress_file=scratch / "progress.json")
+                       progress_file=scratch / "progress.json", pgid=process.pid)
     try:
         deadline = time.monotonic() + SERVER_START_TIMEOUT
         while True:
@@ -155,6 +195,8 @@ def _serve(target: str, scratch: Path, **make_vars: str):
         yield server
     finally:
         _stop(process)
+        os.close(watcher_pipe)  # the watcher finds nothing left and exits
+        watcher.wait(timeout=GRACE_FOR_WATCHER)
     with socket.socket() as sock:  # stopped means the port no longer answers
         assert sock.connect_ex(("127.0.0.1", port)) != 0, f"JupyterLab still answers on port {port}"
 

@@ -1,6 +1,11 @@
 """`make lab` serves a student's JupyterLab: nbgrader's Validate, none of the instructor's tools, and no
 Assignment List without an exchange; `make instructor` serves the instructor's, with the formgrader."""
+import os
 import re
+import shutil
+import signal
+import time
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +69,177 @@ def test_make_work_copy_copies_once_and_never_overwrites_the_students_notebooks(
     assert (repo_root / copy / "02_temperature.ipynb").read_bytes() == \
         (repo_root / "release" / "ch11" / "02_temperature.ipynb").read_bytes()
     shutil.rmtree(repo_root / copy.rsplit("/", 1)[0])
+
+
+# --- what a student meets: no news toast, check cells collapsed, Validate's verdicts ----------------------
+
+VALIDATE_COPY = "test-artifacts/validate-work"  # a copy of its own, so no other test's notebook changes under it
+RUN_TIMEOUT_MS = 180_000  # Validate runs the whole notebook in a fresh kernel (torch's import) on a busy machine
+SHOTS = Path("/tmp/validate-shots")
+# a softmax without the max shift, typed as a student would write it (exp(1000) overflows to inf, inf/inf is NaN)
+UNSHIFTED_SOFTMAX = '''def softmax(logits, dim=-1):
+    exps = torch.exp(logits)
+    return exps / exps.sum(dim=dim, keepdim=True)
+'''
+
+
+def student_notebook_01(repo_root) -> Path:
+    """Release notebook 01 as the course's generate_assignment releases it: its check cells collapsed."""
+    import nbformat
+    from lmpolicy_grader.preprocessors.collapse_check_cells import CollapseCheckCells
+
+    nb = nbformat.read(repo_root / "release" / "ch11" / "01_policy_softmax.ipynb", as_version=4)
+    nb, _ = CollapseCheckCells().preprocess(nb, {})
+    folder = repo_root / VALIDATE_COPY
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / "01_policy_softmax.ipynb")
+    return folder / "01_policy_softmax.ipynb"
+
+
+def test_student_lab_disables_jupyters_news(lab_server):
+    disabled = re.search(r'"disabledExtensions": \[(.*?)\]', page_config(lab_server.get("/lab")[2]), re.S).group(1)
+    assert '"@jupyterlab/apputils-extension:announcements"' in disabled
+
+
+@pytest.mark.browser
+def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its_verdict(lab_server, chromium,
+                                                                                        repo_root):
+    from playwright.sync_api import expect
+
+    SHOTS.mkdir(exist_ok=True)
+    path = student_notebook_01(repo_root)
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(60_000)
+    try:
+        # the start page, as `make lab` opens it first: no toast over its table
+        page.goto(lab_server.url("/lab"))
+        page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
+        page.wait_for_timeout(5_000)  # JupyterLab asks for the news once the workspace is restored
+        page.screenshot(path=str(SHOTS / "1-start-page.png"))
+        assert page.locator(".Toastify__toast").count() == 0, page.locator(".Toastify__toast").all_inner_texts()
+
+        # notebook 01: the check cells collapsed, their code one click away
+        page.goto(lab_server.url(f"/lab/tree/{VALIDATE_COPY}/01_policy_softmax.ipynb") + "&reset")
+        cells = page.locator(".jp-NotebookPanel .jp-Cell")
+        cells.first.wait_for(timeout=RUN_TIMEOUT_MS)
+        import nbformat
+        notebook = nbformat.read(path, as_version=4)
+        index = {c.metadata.get("nbgrader", {}).get("grade_id"): i for i, c in enumerate(notebook.cells)}
+        check = cells.nth(index["nb01_softmax__tests"])
+        check.scroll_into_view_if_needed()
+        expect(check.locator(".jp-InputPlaceholder")).to_be_visible()
+        expect(check.locator(".cm-content")).to_be_hidden()
+        page.screenshot(path=str(SHOTS / "2-check-cell-collapsed.png"))
+
+        # the student types a softmax without the max shift, saves, presses Validate
+        editor = cells.nth(index["nb01_softmax__answer"]).locator(".cm-content")
+        editor.scroll_into_view_if_needed()
+        editor.click()
+        page.keyboard.press("Control+A")
+        page.keyboard.insert_text(UNSHIFTED_SOFTMAX)
+        page.keyboard.press("Escape")
+        page.keyboard.press("Control+S")
+        expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)
+        page.get_by_role("button", name="Validate").click()
+        dialog = page.locator(".jp-Dialog", has_text="Validation Results")
+        expect(dialog.locator(".validation-failed")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+        page.screenshot(path=str(SHOTS / "3-validate-dialog.png"))
+        dialog.locator(".jp-Dialog-content").screenshot(path=str(SHOTS / "4-validate-dialog-content.png"))
+        shown = dialog.locator(".validation-failed").inner_text()
+    finally:
+        page.close()
+    lines = [line.strip() for line in shown.splitlines() if line.strip()]
+    heading = next(i for i, line in enumerate(lines) if line.startswith("Exercise 01.softmax") and
+                   line.endswith("the check cell"))
+    assert lines[heading - 1] == "The following cell failed:", lines
+    assert lines[heading + 1].startswith("\u2717 Check failed: softmax(torch.tensor([1000., 999., 998.])) "
+                                         "contains NaN"), lines
+    test_source = {line.strip() for cell in notebook.cells if "checks.done(" in cell.source
+                   for line in cell.source.splitlines() if line.strip()}
+    assert not test_source & set(lines), f"the dialog shows test code: {test_source & set(lines)}"
+    assert "Traceback" not in shown and len(lines) <= 14, lines
+
+
+# --- the servers end with the test run, interrupted or not ------------------------------------------------
+
+HOLDER_REPORT = "LMPOLICY_SERVER_HOLDER_REPORT"  # set: the holder below runs (in a pytest of its own)
+
+
+@pytest.fixture
+def held_server(tmp_path_factory):
+    """A `make lab` of its own (its own copy of ch11), stopped as every browser test's server is."""
+    from tests.browser.conftest import _serve
+
+    yield from _serve("lab", tmp_path_factory.mktemp("held"), CH11_COPY="test-artifacts/held-server/ch11")
+
+
+@pytest.mark.skipif(not os.environ.get(HOLDER_REPORT), reason="run by test_a_server_and_its_kernel_end_...")
+def test_holds_a_server_and_a_kernel_until_the_run_ends(held_server):
+    """Starts a kernel in a student's lab, says which processes the server and kernel are, and waits to be ended."""
+    import json
+    import urllib.request
+
+    from tests.browser.server_processes import members
+
+    for server in [held_server]:
+        request = urllib.request.Request(server.base_url + "/api/kernels", data=b"{}", method="POST",
+                                         headers={"Authorization": f"token {server.token}"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            kernel = json.load(response)["id"]
+        deadline = time.monotonic() + 120
+        while not (kernels := [pid for pid in members(server.pgid) if f"kernel-{kernel}" in _command(pid)]):
+            assert time.monotonic() < deadline, "the kernel's process did not appear"
+            time.sleep(0.5)
+        report = {"pids": sorted(members(server.pgid)), "kernel": kernels[0], "port": int(server.base_url.rsplit(":", 1)[1])}
+        Path(os.environ[HOLDER_REPORT]).write_text(json.dumps(report))
+        time.sleep(900)  # ended by the signal long before
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _alive(pids) -> list[int]:
+    return [pid for pid in pids if _command(pid)]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_a_server_and_its_kernel_end_with_the_run_however_it_is_ended(signum, repo_root, tmp_path):
+    """A pytest holding a `make lab` with a running kernel gets Ctrl-C's SIGINT, SIGTERM or SIGKILL: within a
+    minute none of the server's processes, nor its kernel, is left, and its port is closed."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    report = tmp_path / "report.json"
+    run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                            f"{Path(__file__)}::test_holds_a_server_and_a_kernel_until_the_run_ends"],
+                           cwd=repo_root, env=dict(os.environ, **{HOLDER_REPORT: str(report)}),
+                           stdout=open(tmp_path / "pytest.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not report.exists():
+            assert run.poll() is None, (tmp_path / "pytest.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the holder did not start its server and kernel"
+            time.sleep(0.5)
+        time.sleep(0.5)  # the report is written whole (one write), but give the holder its sleep
+        held = json.loads(report.read_text())
+        assert held["kernel"] in held["pids"] and len(_alive(held["pids"])) >= 3, held  # make, jupyter-lab, kernel
+        os.kill(run.pid, signum)
+        run.wait(timeout=120)
+        deadline = time.monotonic() + 60
+        while _alive(held["pids"]) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        left = {pid: _command(pid) for pid in _alive(held["pids"])}
+        assert not left, f"after {signum.name} these are still running: {left}"
+        with socket.socket() as sock:
+            assert sock.connect_ex(("127.0.0.1", held["port"])) != 0, "the server's port still answers"
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()

@@ -37,6 +37,7 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -44,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from . import cleanup
 
 PG_BIN_PATTERN = "/usr/lib/postgresql/*/bin"
 PREFERRED_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -187,6 +190,7 @@ def running_postgres():
     bin_dir = find_bin()
     os_user = _server_user()
     base = Path(tempfile.mkdtemp(prefix="lmpolicy-pg-"))
+    undo = cleanup.register(f"the PostgreSQL cluster in {base}", lambda: _stop_at_once(base))
     server = None
     try:
         for attempt in range(3):  # another process may take the free port between the probe and the start
@@ -205,6 +209,19 @@ def running_postgres():
         if server is not None and server.running:
             server.stop("immediate")
         shutil.rmtree(base, ignore_errors=True)
+        cleanup.done(undo)
+
+
+def _stop_at_once(base: Path) -> None:
+    """The cluster in ``base`` stopped without waiting (SIGQUIT: PostgreSQL's immediate shutdown) and removed;
+    for a run that ends before its fixture's finalizer (tests/deploy/cleanup.py)."""
+    pid_file = base / "data" / "postmaster.pid"
+    if pid_file.exists():
+        try:
+            os.kill(int(pid_file.read_text().split()[0]), signal.SIGQUIT)
+        except (ProcessLookupError, ValueError, IndexError):
+            pass
+    shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -14,8 +14,6 @@ test run alone brings the flow up to its stage first.
 from __future__ import annotations
 
 import asyncio
-import csv
-import io
 import os
 import re
 import signal
@@ -27,15 +25,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmpolicy_grader.corpus.examples import as_handed_in, with_answers, written_answers
-from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
-
-from .hub import (ASSIGNMENT, COURSE_ID, HUB_NOTEBOOKS, INSTRUCTOR, ROOT, STUDENTS, USERS, Hub, hub,  # noqa: F401
+from .course_flow import (FEEDBACK_SCORE, answers, export_rows, feedback_pages, fetch, formgrader, formgrader_action,
+                          grade, listed, nbgrader_action, ok, read_notebook, source_notebook, write_notebook)
+from .hub import (ASSIGNMENT, COURSE_ID, INSTRUCTOR, ROOT, STUDENTS, USERS, Hub, hub,  # noqa: F401
                   postgres_server, require, run_as, site)
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hub")]
 
-NOTEBOOK = HUB_NOTEBOOKS[0]
+from .course_flow import NOTEBOOK  # noqa: E402
+
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -45,79 +43,13 @@ KILLED_STUDENT = STUDENTS[2]   # their server dies in the middle of a second sub
 
 
 # --- what each student hands in, and the autograded score it must earn --------------------------------------
-def _source() -> nbformat.NotebookNode:
-    return nbformat.read(ROOT / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb", as_version=4)
-
-
-def _points(notebook: nbformat.NotebookNode, prefix: str = "") -> float:
-    """Points of the autograded (code) grade cells whose grade id starts with ``prefix``."""
-    return sum(cell.metadata.nbgrader.get("points", 0) for cell in notebook.cells
-               if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("grade")
-               and cell.metadata.nbgrader["grade_id"].startswith(prefix))
-
-
-WRONG = next(a for a in WRONG_ANSWERS if a.notebook == NOTEBOOK)  # the first typical mistake of the notebook
-
-
 def handed_in(student: str, release: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, float]:
     """The notebook ``student`` submits and its autograded score: student1 the solutions, student2 nothing,
     student3 the solutions with one typical wrong answer (its exercise loses its points, nothing else)."""
-    source = _source()
-    solved = as_handed_in(source, release, written_answers(NOTEBOOK, "good"))
-    if student == STUDENTS[0]:
-        return solved, _points(source)
-    if student == STUDENTS[1]:
-        return release, 0.0
-    return with_answers(solved, [WRONG]), _points(source) - _points(source, WRONG.exercise + "__")
+    return answers({STUDENTS[0]: "reference", STUDENTS[1]: "blank"}.get(student, "wrong"), release)
 
 
 # --- helpers ----------------------------------------------------------------------------------------------
-def ok(response, what: str):
-    status, body, _ = response
-    assert status in (200, 201, 204), f"{what}: {status} {str(body)[:2000]}"
-    return body
-
-
-def nbgrader_action(hub: Hub, user: str, action: str):
-    """POST /user/<user>/assignments/<action> (nbgrader's Assignment List server extension)."""
-    body = ok(hub.user_api(user, "POST", f"assignments/{action}",
-                           body={"course_id": COURSE_ID, "assignment_id": ASSIGNMENT}), f"{user} {action}")
-    assert not (isinstance(body, dict) and body.get("success") is False), f"{user} {action}: {body}"
-    return body
-
-
-def formgrader(hub: Hub, method: str, path: str, body=None):
-    return ok(hub.user_api(INSTRUCTOR, method, f"formgrader/api/{path}", body=body), f"formgrader {path}")
-
-
-def formgrader_action(hub: Hub, path: str):
-    result = formgrader(hub, "POST", path)
-    assert result.get("success"), f"formgrader {path} failed:\n{result.get('log', '')}{result.get('error', '')}"
-    return result
-
-
-def listed(hub: Hub, user: str) -> list[dict]:
-    body = ok(hub.user_api(user, "GET", f"assignments?course_id={COURSE_ID}"), f"{user}'s assignment list")
-    assert body["success"], body
-    return [a for a in body["value"] if a["assignment_id"] == ASSIGNMENT]
-
-
-def read_notebook(hub: Hub, user: str, path: str) -> nbformat.NotebookNode:
-    model = ok(hub.user_api(user, "GET", f"api/contents/{path}?content=1"), f"{user} reads {path}")
-    return nbformat.from_dict(model["content"])
-
-
-def write_notebook(hub: Hub, user: str, path: str, notebook: nbformat.NotebookNode) -> None:
-    ok(hub.user_api(user, "PUT", f"api/contents/{path}", body={"type": "notebook", "format": "json",
-                                                            "content": notebook}), f"{user} saves {path}")
-
-
-def fetch(hub: Hub, student: str) -> None:
-    """``student`` fetches ch11 through their server, unless they already have it (the browser test)."""
-    if hub.user_api(student, "GET", f"api/contents/{ASSIGNMENT}")[0] != 200:
-        nbgrader_action(hub, student, "fetch")
-
-
 def in_browser(scenario):
     """Run ``await scenario(browser)`` with Debian's Chromium, in a thread with an event loop of its own:
     the browser tests may hold a sync Playwright in this worker, and one worker cannot start a second."""
@@ -197,26 +129,7 @@ def submitted(hub, released):
 def graded(hub, site, submitted):
     """The instructor collects (formgrader), grades with the course's grader as their own account, and
     generates and releases feedback (formgrader)."""
-    formgrader_action(hub, f"assignment/{ASSIGNMENT}/collect")
-    # the feedback comes from formgrader's button below, which writes it with the course's configuration too
-    grading = run_as(INSTRUCTOR, "python", "-m", "lmpolicy_grader", "grade", "--no-release", "--no-feedback",
-                     "--workers", "2", env=_instructor_env(hub), cwd=site.course, check=True)
-    formgrader_action(hub, f"assignment/{ASSIGNMENT}/generate_feedback")
-    formgrader_action(hub, f"assignment/{ASSIGNMENT}/release_feedback")
-    return {"expected": submitted, "output": grading.stdout}
-
-
-def _instructor_env(hub: Hub) -> dict:
-    """What the hub gives the instructor's server (deploy/jupyterhub_config.py), for commands run as them."""
-    return {key: hub.env[key] for key in ("LMPOLICY_EXCHANGE", "LMPOLICY_COURSE_FOLDER", "LMPOLICY_GRADEBOOK_URL")
-            if key in hub.env}
-
-
-def export_rows(hub: Hub, site) -> dict[str, dict]:
-    """``nbgrader export`` in the course folder, as the instructor: the CSV's rows by student."""
-    run_as(INSTRUCTOR, "nbgrader", "export", env=_instructor_env(hub), cwd=site.course, check=True)
-    text = run_as(INSTRUCTOR, "cat", str(site.course / "nbgrader_export.csv"), check=True).stdout
-    return {row["student_id"]: row for row in csv.DictReader(io.StringIO(text))}
+    return {"expected": submitted, "output": grade(hub, site)}
 
 
 # --- the tests -------------------------------------------------------------------------------------------
@@ -294,29 +207,19 @@ def _wrapped(text: str, width: int = 70) -> str:
     return "\n".join(piece for line in text.splitlines() for piece in textwrap.wrap(line, width) or [""])
 
 
-def _feedback_html(hub: Hub, student: str) -> list[str]:
-    folder = ok(hub.user_api(student, "GET", f"api/contents/{ASSIGNMENT}/feedback"), f"{student}'s feedback")
-    pages = []
-    for stamp in folder["content"]:
-        for item in ok(hub.user_api(student, "GET", f"api/contents/{stamp['path']}"), "feedback")["content"]:
-            pages.append((item["name"], ok(hub.user_api(student, "GET", f"api/contents/{item['path']}?type=file&format=text"),
-                                           item["path"])["content"]))
-    return pages
-
-
 def test_each_student_fetches_their_own_feedback_and_no_one_elses(hub, graded):
     expected = graded["expected"]
     for student in STUDENTS:
         nbgrader_action(hub, student, "fetch_feedback")
-        pages = _feedback_html(hub, student)
+        pages = feedback_pages(hub, student)
         assert [name for name, _ in pages] == [f"{NOTEBOOK}.html"], (student, pages and pages[0][0])
         html = pages[0][1]
         # the notebook's total comes first: "Score: 5 so far, 2 points not graded yet / 7.0" while a
         # written answer waits for the instructor, "Score: 0.0 / 7.0" when nothing does
-        total = re.search(r"Score: ([\d.]+)(?: so far, [\d.]+ points not graded yet)? / ([\d.]+)", html)
+        total = FEEDBACK_SCORE.search(html)
         assert total, f"no score in {student}'s feedback"
         assert float(total.group(1)) == pytest.approx(expected[student]), (student, total.group(0))
-        assert float(total.group(2)) == pytest.approx(sum(c.metadata.nbgrader.get("points", 0) for c in _source().cells
+        assert float(total.group(2)) == pytest.approx(sum(c.metadata.nbgrader.get("points", 0) for c in source_notebook().cells
                                                           if c.metadata.get("nbgrader", {}).get("grade")))
         for other in set(STUDENTS) - {student}:
             assert other not in html
@@ -354,7 +257,7 @@ def test_formgrader_opens_in_jupyterlab_and_a_manual_grade_shows_in_the_export(h
     assert submission["needs_manual_grade"], submission  # the written answer waits for the instructor
     notebook_id = next(s["id"] for s in formgrader(hub, "GET", f"submitted_notebooks/{ASSIGNMENT}/{NOTEBOOK}")
                        if s["student"] == student)
-    manual = next(c for c in _source().cells if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade"))
+    manual = next(c for c in source_notebook().cells if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade"))
     points = manual.metadata.nbgrader["points"]
 
     async def scenario(browser):

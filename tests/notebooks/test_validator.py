@@ -1,22 +1,40 @@
-"""nbgrader's Validator: every source notebook passes; every release notebook fails exactly its autograded cells."""
+"""nbgrader's Validate as the course configures it (lmpolicy.validator): every source notebook passes; every
+release notebook fails exactly its graded cells, each named by its exercise and shown as its short ✗ verdict;
+`nbgrader validate` prints that too, wherever a student runs it."""
+import os
 import re
+import subprocess
+import sys
 
+import nbformat
 import pytest
-from nbgrader.validator import Validator
 
-from .notebook_tools import (CHECK_ERRORS, NOTEBOOK_NAMES, RELEASE_DIR, SOURCE_DIR, grade_id,
-                             is_autograded_test, is_manual_answer, read)
+from lmpolicy import progress
+from lmpolicy.validator import VerdictValidator
+
+from .notebook_tools import (NOTEBOOK_NAMES, RELEASE_DIR, ROOT, SOURCE_DIR, grade_id, is_autograded_test,
+                             is_manual_answer, read)
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# how lmpolicy.checks renders a failed check (its _render_traceback_): "✗ Check failed: ..."
-FRIENDLY = re.compile(r"^\u2717 (Check failed|Your code raised an error|Not allowed): ", re.MULTILINE)
+MAX_VERDICT_LINES = 8  # a failed check renders as at most 8 lines (lmpolicy.checks.MAX_SHOWN_LINES)
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not NOTEBOOK_NAMES, reason="no source notebooks yet")]
 
 
 def validate(path, monkeypatch, tmp_path):
     monkeypatch.setenv("LMPOLICY_PROGRESS_FILE", str(tmp_path / "progress.json"))
-    return Validator().validate(str(path))
+    return VerdictValidator().validate(str(path))
+
+
+def cell_name(label: str, kind: str) -> re.Pattern:
+    """What Validate calls a graded cell: its exercise's label (the start page's and the headers'), the
+    exercise's title if the notebook gives one, and the cell's kind."""
+    return re.compile(rf"{re.escape(label)}( \([^)]+\))?, {kind}")
+
+
+def expected_name(cell) -> re.Pattern:
+    label = progress.exercise(progress.exercise_key(grade_id(cell))).label
+    return cell_name(label, "the written answer" if is_manual_answer(cell) else "the check cell")
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
@@ -27,21 +45,75 @@ def test_source_notebook_passes_validation(name, monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
-def test_release_notebook_fails_on_every_graded_part_and_nothing_else(name, monkeypatch, tmp_path):
+def test_release_notebook_fails_each_graded_cell_by_its_exercise_with_a_short_verdict(name, monkeypatch, tmp_path):
     """The stubs fail every autograded test cell with a friendly check; the manual cells are unanswered."""
     release = RELEASE_DIR / f"{name}.ipynb"
     results = validate(release, monkeypatch, tmp_path)
     assert set(results) == {"failed"}, f"{name}: unexpected validator result {sorted(results)}"
-    cells = read(release).cells
-    expected = sorted(cell.source.strip() for cell in cells if is_autograded_test(cell) or is_manual_answer(cell))
-    assert sorted(failure["source"] for failure in results["failed"]) == expected, (
-        f"{name}: the failing cells are not exactly the graded cells "
-        f"{[grade_id(c) for c in cells if is_autograded_test(c) or is_manual_answer(c)]}")
-    unanswered = {cell.source.strip() for cell in cells if is_manual_answer(cell)}
-    for failure in results["failed"]:
+    graded = [cell for cell in read(release).cells if is_autograded_test(cell) or is_manual_answer(cell)]
+    names = [failure["source"] for failure in results["failed"]]
+    assert len(names) == len(graded) and all(expected_name(c).fullmatch(n) for c, n in zip(graded, names)), (
+        f"{name}: the failing cells {names} are not exactly the graded cells {[grade_id(c) for c in graded]}")
+    for failure, cell in zip(results["failed"], graded):
         error = ANSI.sub("", failure["raw_error"])
-        if failure["source"] in unanswered:
+        if is_manual_answer(cell):
             assert error == "You did not provide a response.", f"{name}: a manual answer cell fails with {error}"
             continue
-        assert re.search(rf"^({'|'.join(CHECK_ERRORS)}): ", error, re.MULTILINE) or FRIENDLY.search(error), \
-            f"a release test cell failed with something other than a friendly check: {error[-600:]}"
+        lines = error.splitlines()
+        assert lines[0].startswith("\u2717 "), f"{grade_id(cell)}'s verdict does not start with a \u2717 line: {error}"
+        assert len(lines) <= MAX_VERDICT_LINES and "Traceback" not in error, f"{grade_id(cell)}: {error}"
+        assert not set(cell.source.splitlines()) & set(lines), f"{grade_id(cell)}'s verdict shows its source"
+
+
+def wrong_softmax_notebook(folder):
+    """Release notebook 01 with a softmax that skips the max shift, as a student saves it."""
+    from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS, Kind
+
+    (pitfall,) = [w for w in WRONG_ANSWERS if w.cell == "nb01_softmax__answer" and w.kind == Kind.PITFALL
+                  and w.names == "subtract the maximum"]
+    nb = nbformat.read(RELEASE_DIR / "01_policy_softmax.ipynb", as_version=4)
+    next(c for c in nb.cells if grade_id(c) == pitfall.cell).source = pitfall.source
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / "01_policy_softmax.ipynb")
+    return nb, pitfall
+
+
+def test_validate_command_shows_the_failing_checks_by_exercise_and_no_test_source(tmp_path):
+    """`nbgrader validate` as a student runs it in a terminal of `make lab`: in the folder of their copy, with
+    the student's Jupyter config on JUPYTER_CONFIG_PATH."""
+    folder = ROOT / "test-artifacts" / "validate-command" / "ch11"  # inside the course, as work/ch11 is
+    nb, pitfall = wrong_softmax_notebook(folder)
+    env = dict(os.environ, LMPOLICY_PROGRESS_FILE=str(tmp_path / "progress.json"),
+               JUPYTER_CONFIG_PATH=str(ROOT / "jupyter-config" / "student"))
+    result = subprocess.run([sys.executable, "-m", "nbgrader", "validate", "01_policy_softmax.ipynb"], cwd=folder,
+                            env=env, capture_output=True, text=True, timeout=600)
+    out = ANSI.sub("", result.stdout)
+    assert "VALIDATION FAILED ON 3 CELL(S)" in out, out + result.stderr[-2000:]
+    sections = [part.strip() for part in out.split("=" * 90)[1:]]
+    headings = [section.splitlines()[0] for section in sections]
+    expected = [("Exercise 01.softmax", "the check cell"), ("Exercise 11.1(a)", "the check cell"),
+                ("Exercise 11.1(b)", "the written answer")]
+    assert len(headings) == 3 and all(cell_name(*e).fullmatch(h.removesuffix(":")) for e, h in zip(expected, headings)), out
+    softmax = " ".join(line.strip() for line in sections[0].splitlines()[1:])
+    assert softmax.startswith("\u2717 Check failed: softmax(torch.tensor([1000., 999., 998.])) contains NaN"), out
+    assert pitfall.names in softmax, out
+    assert "\u2717 Check failed: your function sequence_logprob is not written yet" in sections[1], out
+    test_source = {line.strip() for cell in nb.cells if is_autograded_test(cell)
+                   for line in cell.source.splitlines() if line.strip()}
+    assert not [line for line in out.splitlines() if line.strip() in test_source], out
+    assert "Traceback" not in out and "checks.py" not in out and "..." not in out, out
+    assert len([line for line in out.splitlines() if line.strip()]) <= 16, out
+
+
+def test_validate_names_the_cell_that_raised_before_defining_what_a_check_needs(monkeypatch, tmp_path):
+    """Validate runs the notebook from the top: a check's NameError means the answer cell raised first."""
+    nb = nbformat.read(RELEASE_DIR / "01_policy_softmax.ipynb", as_version=4)
+    answer = next(c for c in nb.cells if grade_id(c) == "nb01_softmax__answer")
+    answer.source = "raise ValueError('not ready')\n" + answer.source
+    nbformat.write(nb, tmp_path / "01_policy_softmax.ipynb")
+    results = validate(tmp_path / "01_policy_softmax.ipynb", monkeypatch, tmp_path)
+    first = results["failed"][0]
+    assert cell_name("Exercise 01.softmax", "the check cell").fullmatch(first["source"]), first["source"]
+    assert ANSI.sub("", first["raw_error"]) == (
+        "\u2717 NameError: name 'softmax' is not defined: the cell above that defines softmax raised ValueError "
+        "before it got there (its error is in its output)")

@@ -59,3 +59,48 @@ def test_where_the_mistakes_are_is_quoted_from_the_table(prose):
         in prose
     assert (f"greedy accuracy {training['one'][1]:.3f} with a one-digit operand, {training['one, no carry'][1]:.3f} "
             f"and {training['one, carry'][1]:.3f} without and with a carry") in prose
+
+
+# --- section 6: the comparisons the prose quotes, from the seeded runs as the notebook's cell makes them -------
+
+RL_UPDATES, SFT_UPDATES = 60, 480  # section 6: 122,880 sampled answers, or worked examples, per run
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    import dataclasses
+
+    from lmpolicy.tinylm import reinforce, sft
+
+    start, recipe = load_pretrained(), reinforce.Recipe()
+    rl = dict(max_updates=RL_UPDATES, eval_every_updates=20, stop_at_target=False)
+
+    def rl_run(**changes):
+        return reinforce.train(dataclasses.replace(recipe, **rl, **changes), start, progress=False).history
+
+    # section 5's leashed run is the same seeded run until it stops: its measurement at update 60 is this one's end
+    runs = {"leashed": rl_run(), "no leash": rl_run(beta=0.0), "beta 0.2": rl_run(beta=0.2),
+            "rft": rl_run(method="rft", beta=0.0)}
+    runs["sft"] = sft.train(dataclasses.replace(sft.SFTRecipe(), max_updates=SFT_UPDATES, eval_every_updates=80,
+                                                stop_at_target=False), start, progress=False).history
+    assert {h.answers[-1] for h in runs.values()} == {RL_UPDATES * 512 * 4}  # the same number of answers each
+    return runs
+
+
+@pytest.mark.slow
+def test_the_comparisons_are_quoted_as_the_seeded_runs_end(prose, comparison):
+    leashed, free, dial, rft, more_sft = (comparison[k] for k in ("leashed", "no leash", "beta 0.2", "rft", "sft"))
+    assert (f"(greedy {leashed.greedy[-1]:.3f} and {free.greedy[-1]:.3f}, sampled {leashed.sampled[-1]:.3f} and "
+            f"{free.sampled[-1]:.3f}, KL {leashed.kl[-1]:.3f} and {free.kl[-1]:.3f} nats)") in prose
+    assert f"it ends at KL {dial.kl[-1]:.3f} nats and sampled accuracy {dial.sampled[-1]:.3f}" in prose
+    assert f"(greedy {rft.greedy[-1]:.3f}, sampled {rft.sampled[-1]:.3f})" in prose
+    assert f"(KL {rft.kl[-1]:.3f} nats)" in prose
+    assert f"(greedy {more_sft.greedy[-1]:.3f}, sampled {more_sft.sampled[-1]:.3f})" in prose
+    assert f"reference (KL {more_sft.kl[-1]:.3f} nats)" in prose
+    assert f"after {RL_UPDATES * 512 * 4:,} answers" in prose
+    # and what the prose says of them: the stronger leash ends further left and lower, rejection sampling ahead of
+    # REINFORCE, SFT far ahead and furthest from the reference
+    assert dial.kl[-1] < min(leashed.kl[-1], free.kl[-1]) and dial.sampled[-1] < min(leashed.sampled[-1], free.sampled[-1])
+    assert rft.greedy[-1] > leashed.greedy[-1] and rft.sampled[-1] > leashed.sampled[-1]
+    assert more_sft.sampled[-1] > rft.sampled[-1] + 0.03
+    assert more_sft.kl[-1] > max(h.kl[-1] for h in (leashed, free, rft))

@@ -1,0 +1,153 @@
+"""What nbgrader's Validate says to a student: each failing check as its ✗ lines, under its exercise's name.
+
+Stock nbgrader 0.9.6 reports a failing graded cell as the cell's whole source followed by its error:
+for this course's check cells that is 40-65 lines of test code before the one-line verdict. Its
+``Validator`` has traits for the wording of the summary (``failed_warning``...), the indent and the
+width, but none for what stands for a cell, and both of its users build the class by name (the
+``nbgrader validate`` command in ``nbgrader.apps.validateapp``, the Validate button's handler in
+``nbgrader.server_extensions.validate_assignment.handlers``). So the course's ``nbgrader_config.py``,
+which both load before they build it, calls ``use_in_nbgrader()``; from then on they build a
+``VerdictValidator``, which reports each failing cell as
+
+- ``source``: its exercise's name and the kind of cell, e.g. "Exercise 01.softmax, the check cell"
+  (the dialog shows this where nbgrader shows the source);
+- ``raw_error`` / ``error``: the verdict only. A failed check already renders as its few ✗ lines
+  (``lmpolicy.checks.CheckFailed._render_traceback_``); any other error is cut to one line,
+  "✗ TypeError: ...", and a NameError says which cell should have defined the name.
+
+A locked cell the student changed is named the same way instead of being printed whole.
+"""
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+
+from nbconvert.filters import ansi2html, strip_ansi
+from nbgrader import utils
+from nbgrader.validator import Validator
+
+from lmpolicy import catalogue
+
+MARK = "\u2717"  # how every verdict line of lmpolicy.checks begins
+CONTINUATION = "  "  # the further indent of the rest of a verdict line too long for one
+# the modules of nbgrader that build a Validator by name (its command line, its Validate button's handler)
+NBGRADER_USERS = ("nbgrader.apps.validateapp", "nbgrader.server_extensions.validate_assignment.handlers")
+
+
+def cell_name(cell, notebook) -> str:
+    """"Exercise 01.softmax, the check cell": the exercise the cell belongs to (with its title when the
+    notebook gives one) and what kind of cell it is."""
+    grade_id = (cell.metadata.get("nbgrader") or {}).get("grade_id", "")
+    key = catalogue.exercise_key(grade_id)
+    try:
+        name = catalogue.label(key)
+    except ValueError:  # a cell of no exercise: its grade id is all there is to name it by
+        name = f"the cell {grade_id!r}" if grade_id else "a cell"
+    title = catalogue.titles(notebook).get(key)
+    if title:
+        name += f" ({title})"
+    if utils.is_grade(cell) and utils.is_solution(cell):
+        kind = "the written answer" if cell.cell_type == "markdown" else "the answer cell"
+    elif utils.is_grade(cell):
+        kind = "the check cell"
+    else:
+        kind = "a cell you may not edit"
+    return f"{name}, {kind}"
+
+
+def _error_verdict(output, notebook, cell_index: int) -> list[str]:
+    """The ✗ lines of one error output (ANSI colours kept)."""
+    lines = [line for entry in output.get("traceback", []) for line in entry.split("\n")]
+    marked = [i for i, line in enumerate(lines) if strip_ansi(line).lstrip().startswith(MARK)]
+    if marked:  # a failed check, or a NameError explained by lmpolicy.checks: from its first ✗ line on
+        return [line for line in lines[marked[0]:] if line.strip()]
+    text = (output.get("evalue") or "").strip().splitlines()
+    verdict = f"{MARK} {output.get('ename', 'Error')}" + (f": {text[0]}" if text else "")
+    if output.get("ename") == "NameError":
+        name = re.search(r"name '([^']+)' is not defined", output.get("evalue", ""))
+        if name:
+            verdict += f": {_undefined_name_advice(name.group(1), notebook, cell_index)}"
+    return [verdict]
+
+
+def _undefined_name_advice(name: str, notebook, cell_index: int) -> str:
+    """Validate runs every cell from the top, so a name a cell lacks was never defined above it: the
+    cell meant to define it raised first, or nothing defines it (renamed, misspelt)."""
+    from lmpolicy import checks  # imports IPython; only a NameError needs it
+
+    above = [cell for cell in notebook.cells[:cell_index] if cell.cell_type == "code"]
+    for cell in reversed(above):
+        if name in checks.binds([cell.source]):
+            raised = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+            if raised:
+                return (f"the cell above that defines {name} raised {raised[0].get('ename', 'an error')} "
+                        "before it got there (its error is in its output)")
+            return f"a cell above defines {name} only in a branch or loop that did not run"
+    return f"no cell above this one defines {name}: keep the name and arguments the notebook gives it"
+
+
+def verdict(cell, notebook) -> str:
+    """Why a graded cell failed, as the lines a student acts on (ANSI colours kept)."""
+    index = next((i for i, c in enumerate(notebook.cells) if c is cell), len(notebook.cells))
+    lines = []
+    if cell.cell_type == "code":
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                lines += _error_verdict(output, notebook, index)
+    return "\n".join(lines) if lines else ""
+
+
+class VerdictValidator(Validator):
+    """nbgrader's Validator, reporting each failing cell by its exercise's name and its verdict."""
+
+    def validate(self, filename: str):
+        self._notebook, self._reported = None, {}
+        results = super().validate(filename)
+        for kind in ("failed", "changed"):  # in the order nbgrader listed the cells
+            for entry, cell in zip(results.get(kind, []), self._reported.get(kind, [])):
+                entry["source"] = cell_name(cell, self._notebook)
+        return results
+
+    def _get_changed_cells(self, nb):
+        self._notebook = nb  # the notebook as it ran: every cell with its outputs
+        self._reported["changed"] = super()._get_changed_cells(nb)
+        return self._reported["changed"]
+
+    def _get_failed_cells(self, nb):
+        self._reported["failed"] = super()._get_failed_cells(nb)
+        return self._reported["failed"]
+
+    def _extract_error(self, cell) -> str:
+        found = verdict(cell, self._notebook) if self._notebook is not None else ""
+        return found or super()._extract_error(cell)
+
+    def _print_error(self, source: str, error: str) -> None:
+        self.stream.write("\n" + "=" * self.width + "\n")
+        self.stream.write(f"{source}:\n")
+        self.stream.write(self._wrapped(error) + "\n")
+
+    def _print_changed(self, source: str) -> None:
+        self.stream.write("\n" + "=" * self.width + "\n")
+        self.stream.write(f"{source} has changed: grading puts its released version back\n")
+
+    def _wrapped(self, text: str) -> str:
+        """``text`` indented and wrapped at ``width`` (nbgrader cuts long lines off with "...")."""
+        lines = []
+        for line in strip_ansi(text).splitlines():
+            lines.append(textwrap.fill(line, self.width, initial_indent=self.indent,
+                                       subsequent_indent=self.indent + CONTINUATION,
+                                       break_on_hyphens=False) or self.indent)
+        return "\n".join(lines)
+
+
+def use_in_nbgrader() -> None:
+    """Make nbgrader's ``validate`` command and Validate button build a ``VerdictValidator``.
+
+    Only the modules already imported are changed: the command has imported its app, the server its
+    handler, and neither imports the other's.
+    """
+    for name in NBGRADER_USERS:
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "Validator", None) is Validator:
+            module.Validator = VerdictValidator
