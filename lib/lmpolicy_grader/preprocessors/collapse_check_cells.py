@@ -1,13 +1,9 @@
 """Release: the check cells open collapsed, so that a student meets the verdict, not 40-65 lines of test code."""
 from __future__ import annotations
 
-from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-
-def is_check_cell(cell) -> bool:
-    """An autograded test cell: the exercise's visible checks (grade, not solution, code)."""
-    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+from lmpolicy_grader.cells import is_test
 
 
 class CollapseCheckCells(NbGraderPreprocessor):
@@ -19,6 +15,6 @@ class CollapseCheckCells(NbGraderPreprocessor):
     nothing for grading."""
 
     def preprocess_cell(self, cell, resources, cell_index):
-        if is_check_cell(cell):
+        if is_test(cell):
             cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
         return cell, resources
