@@ -31,8 +31,22 @@ from lmpolicy import catalogue
 
 MARK = "\u2717"  # how every verdict line of lmpolicy.checks begins
 CONTINUATION = "  "  # the further indent of the rest of a verdict line too long for one
+DIALOG_WIDTH = 100  # characters: the Validate dialog's <pre> shows about 115 at 1280 px and does not wrap
 # the modules of nbgrader that build a Validator by name (its command line, its Validate button's handler)
 NBGRADER_USERS = ("nbgrader.apps.validateapp", "nbgrader.server_extensions.validate_assignment.handlers")
+
+
+def wrap(text: str, width: int, indent: str = "") -> str:
+    """Each line of ``text`` wrapped at ``width`` visible characters, its rest indented a little further.
+
+    ANSI colour codes count as nothing: lmpolicy.checks colours only the start of a line ("✗ Check failed:"),
+    so the first piece of a line holds them all."""
+    lines = []
+    for line in text.splitlines():
+        hidden = len(line) - len(strip_ansi(line))
+        lines.append(textwrap.fill(line, width + hidden, initial_indent=indent, subsequent_indent=indent + CONTINUATION,
+                                   break_on_hyphens=False, break_long_words=False) or indent)
+    return "\n".join(lines)
 
 
 def cell_name(cell, notebook) -> str:
@@ -107,6 +121,8 @@ class VerdictValidator(Validator):
         for kind in ("failed", "changed"):  # in the order nbgrader listed the cells
             for entry, cell in zip(results.get(kind, []), self._reported.get(kind, [])):
                 entry["source"] = cell_name(cell, self._notebook)
+        for entry in results.get("failed", []):  # the dialog shows "error" as it is: wrapped to fit it
+            entry["error"] = ansi2html(wrap(entry["raw_error"], DIALOG_WIDTH))
         return results
 
     def _get_changed_cells(self, nb):
@@ -125,20 +141,11 @@ class VerdictValidator(Validator):
     def _print_error(self, source: str, error: str) -> None:
         self.stream.write("\n" + "=" * self.width + "\n")
         self.stream.write(f"{source}:\n")
-        self.stream.write(self._wrapped(error) + "\n")
+        self.stream.write(wrap(strip_ansi(error), self.width, self.indent) + "\n")
 
     def _print_changed(self, source: str) -> None:
         self.stream.write("\n" + "=" * self.width + "\n")
         self.stream.write(f"{source} has changed: grading puts its released version back\n")
-
-    def _wrapped(self, text: str) -> str:
-        """``text`` indented and wrapped at ``width`` (nbgrader cuts long lines off with "...")."""
-        lines = []
-        for line in strip_ansi(text).splitlines():
-            lines.append(textwrap.fill(line, self.width, initial_indent=self.indent,
-                                       subsequent_indent=self.indent + CONTINUATION,
-                                       break_on_hyphens=False) or self.indent)
-        return "\n".join(lines)
 
 
 def use_in_nbgrader() -> None:

@@ -112,8 +112,8 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(60_000)
     try:
-        # the start page, as `make lab` opens it first: no toast over its table
-        page.goto(lab_server.url("/lab"))
+        # the start page, where `make lab` opens the browser: no toast over its table
+        page.goto(lab_server.url("/lab/tree/notebooks/00_start_here.ipynb"))
         page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
         page.wait_for_timeout(5_000)  # JupyterLab asks for the news once the workspace is restored
         page.screenshot(path=str(SHOTS / "1-start-page.png"))
@@ -130,7 +130,10 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
         check.scroll_into_view_if_needed()
         expect(check.locator(".jp-InputPlaceholder")).to_be_visible()
         expect(check.locator(".cm-content")).to_be_hidden()
+        page.wait_for_timeout(1_000)  # the notebook lays its cells out as they come into view
+        check.scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / "2-check-cell-collapsed.png"))
+        check.screenshot(path=str(SHOTS / "2b-the-check-cell.png"))
 
         # the student types a softmax without the max shift, saves, presses Validate
         editor = cells.nth(index["nb01_softmax__answer"]).locator(".cm-content")
@@ -147,6 +150,9 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
         page.screenshot(path=str(SHOTS / "3-validate-dialog.png"))
         dialog.locator(".jp-Dialog-content").screenshot(path=str(SHOTS / "4-validate-dialog-content.png"))
         shown = dialog.locator(".validation-failed").inner_text()
+    except Exception:
+        page.screenshot(path=str(SHOTS / "failed.png"))
+        raise
     finally:
         page.close()
     lines = [line.strip() for line in shown.splitlines() if line.strip()]
@@ -159,6 +165,7 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
                    for line in cell.source.splitlines() if line.strip()}
     assert not test_source & set(lines), f"the dialog shows test code: {test_source & set(lines)}"
     assert "Traceback" not in shown and len(lines) <= 14, lines
+    assert max(map(len, lines)) <= 110, "a line wider than the dialog: " + max(lines, key=len)
 
 
 # --- the servers end with the test run, interrupted or not ------------------------------------------------
