@@ -112,7 +112,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         page.locator(".jp-Notebook .jp-Cell").nth(check).locator(".cm-content").click()
         page.keyboard.press("Shift+Enter")
         early = output_of(page, check, "Not defined yet", artifacts_dir / "feedback-not-run-yet.png")
-        assert "softmax is defined in softmax's answer cell, which has not run in this kernel: run it first." \
+        assert "softmax is defined in Exercise 01.softmax's answer cell, which has not run in this kernel: run it first." \
             in early, early
         pitfall = the_pitfall()
         replace_cell_code(page, answer, pitfall.source)
@@ -135,7 +135,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
 
         replace_cell_code(page, answer, CORRECT_SOFTMAX)
         run_all(page, NOTEBOOK)  # now passes the softmax check, stops at 11.1(a)'s stub
-        passed = output_of(page, check, "\u2713 softmax passed the visible checks", artifacts_dir / "feedback-passed.png")
+        passed = output_of(page, check, "\u2713 Exercise 01.softmax passed the visible checks", artifacts_dir / "feedback-passed.png")
         assert "Check failed" not in passed
 
         after_notebook, after_course = read_start_page(page, lab_server, run_all, start_copy)
@@ -154,7 +154,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=RUN_TIMEOUT_MS)
         changed_notebook, _ = read_start_page(page, lab_server, run_all, start_copy)
         assert items_done(changed_notebook) == items_done(before_notebook), (before_notebook, changed_notebook)
-        expect(softmax_row).to_contain_text("changed: your answer changed since its check passed")
+        expect(softmax_row).to_contain_text("changed since its check passed: run the check")
         page.screenshot(path=str(artifacts_dir / "feedback-start-page-changed.png"))
 
         # a written answer counts once its saved cell holds the student's text (no tick to set by hand)
@@ -170,7 +170,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)
         written_notebook, _ = read_start_page(page, lab_server, run_all, start_copy)
         assert items_done(written_notebook) == items_done(before_notebook) + 1, (before_notebook, written_notebook)
-        expect(page.locator(".jp-OutputArea-output tr", has_text="the log-prob is a sum (proof)")).to_contain_text(
+        expect(page.locator(".jp-OutputArea-output tr", has_text="a response's log-prob is a sum")).to_contain_text(
             "answered")
     finally:
         page.screenshot(path=str(artifacts_dir / "feedback-last-page.png"))
