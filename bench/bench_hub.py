@@ -115,7 +115,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=20, help="students who start at once (default 20)")
     parser.add_argument("--slots", type=int, default=None,
-                        help="servers loading at once (LMPOLICY_HUB_START_SLOTS; default: the hub's, one per core)")
+                        help="servers loading at once (LMPOLICY_HUB_START_SLOTS; default: the hub's, two per core)")
     parser.add_argument("--rounds", type=int, default=3, help="single starts of each kind, side by side (0: none)")
     args = parser.parse_args()
     if args.students < 1 or args.rounds < 0:
@@ -136,7 +136,7 @@ def main() -> int:
         stock, course = medians.values()
         print(f"   the course's start / stock: {course[0] / stock[0]:.2f}x the time, {course[1] / stock[1]:.2f}x the CPU")
 
-    print(f"\n2. {args.students} students at once (slots: {args.slots or 'the hub default, ' + str(cores)})", flush=True)
+    print(f"\n2. {args.students} students at once (slots: {args.slots or 'the hub default, ' + str(2 * cores)})", flush=True)
     run, sampler, phases = class_at_once(args.students, args.slots)
     ready = run.ready_times()
     failed = [r for r in run.students.values() if r.ready_after is None]

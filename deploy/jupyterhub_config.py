@@ -76,7 +76,7 @@ sys.path.insert(0, str(DEPLOY))
 from start_queue import QueuedLocalProcessSpawner  # noqa: E402
 
 c.JupyterHub.spawner_class = QueuedLocalProcessSpawner
-# servers loading at once: one per core (the default) is what a start's CPU-bound imports can use
+# servers loading at once: two per core by default (QueuedLocalProcessSpawner.start_slots, measured in docs/deployment.md)
 if os.environ.get("LMPOLICY_HUB_START_SLOTS"):
     c.QueuedLocalProcessSpawner.start_slots = int(os.environ["LMPOLICY_HUB_START_SLOTS"])
 # jupyterhub-singleuser without the two pieces of its start no user needs (deploy/singleuser/start.py);

@@ -6,7 +6,7 @@ has not answered within `Spawner.http_timeout` of its launch. `concurrent_spawn_
 the starts beyond it are refused with "Too many users trying to log in right now", and the students who
 try again arrive together and are killed the same way.
 
-Here a hub lets `slots` servers load at a time (about one per core) and keeps the others in a queue, in
+Here a hub lets `slots` servers load at a time (two per core by default) and keeps the others in a queue, in
 order of arrival. A queued student's start is pending, and the spawn page (JupyterHub's progress events)
 tells them their place: "Waiting for a free start slot: you are 5th in line". A server holds its slot from
 its launch until it answers HTTP, so the time each server is given to load (`http_timeout`) is measured with
@@ -89,13 +89,14 @@ class QueuedLocalProcessSpawner(LocalProcessSpawner):
     """LocalProcessSpawner whose start waits its turn in the hub's StartQueue (see the module's docstring)."""
 
     start_slots = Integer(
-        help="How many servers may load at once; the others wait in line. About one per core: a start "
-             "is CPU-bound, more at once only makes each slower.",
+        help="How many servers may load at once; the others wait in line. Default: two per core. A start is "
+             "mostly CPU, but on a hub the students' kernels share the cores, and two starts per core held "
+             "their share better (bench/bench_hub.py, docs/deployment.md); many more only slow each start.",
     ).tag(config=True)
 
     @default("start_slots")
     def _default_start_slots(self):
-        return max(1, len(os.sched_getaffinity(0)))
+        return 2 * max(1, len(os.sched_getaffinity(0)))
 
     @property
     def queue(self) -> StartQueue:
