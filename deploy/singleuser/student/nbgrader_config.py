@@ -12,6 +12,13 @@ import nbgrader.exchange.default.submit as stock_submit
 
 c = get_config()  # noqa: F821
 
+# Validate reports each failing check as its short verdict under the exercise's name (lib/lmpolicy/validator.py)
+try:
+    from lmpolicy.validator import use_in_nbgrader
+    use_in_nbgrader()
+except ImportError:  # an image without the course's library: nbgrader's own report
+    pass
+
 c.CourseDirectory.course_id = "lm-policy"
 c.Exchange.root = os.environ.get("LMPOLICY_EXCHANGE", "/srv/nbgrader/exchange")
 
