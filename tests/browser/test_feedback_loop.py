@@ -109,7 +109,8 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
 
         open_in_lab(page, lab_server, f"{student_copy.relative_to(repo_root)}/{NOTEBOOK}.ipynb")
         # the check run first, in a fresh kernel (as after a restart): it says which cell to run
-        page.locator(".jp-Notebook .jp-Cell").nth(check).locator(".cm-content").click()
+        # (its code is collapsed, as released: a click on its prompt selects it, Shift+Enter runs it)
+        page.locator(".jp-Notebook .jp-Cell").nth(check).locator(".jp-InputPrompt").click()
         page.keyboard.press("Shift+Enter")
         early = output_of(page, check, "Not defined yet", artifacts_dir / "feedback-not-run-yet.png")
         assert "softmax is defined in Exercise 01.softmax's answer cell, which has not run in this kernel: run it first." \
@@ -137,6 +138,8 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         run_all(page, NOTEBOOK)  # now passes the softmax check, stops at 11.1(a)'s stub
         passed = output_of(page, check, "\u2713 Exercise 01.softmax passed the visible checks", artifacts_dir / "feedback-passed.png")
         assert "Check failed" not in passed
+        page.keyboard.press("Control+S")  # a pass counts for the answer as saved (a saved answer that differs would not)
+        expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)
 
         after_notebook, after_course = read_start_page(page, lab_server, run_all, start_copy)
         page.screenshot(path=str(artifacts_dir / "feedback-start-page-after.png"))
