@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
 import os
 import subprocess
@@ -43,6 +42,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from bench_exact import cpu_model  # bench/ is on sys.path when run as a script
+from bench_notebooks import cell_seconds  # a cell's seconds from nbclient's timing (one definition)
 from lmpolicy.tinylm import reinforce
 from lmpolicy.tinylm.model import load_pretrained
 
@@ -72,15 +72,6 @@ def without_hidden_tests(source: str) -> str:
         elif not hidden:
             kept.append(line)
     return "\n".join(kept)
-
-
-def cell_seconds(cell) -> float:
-    timing = cell.metadata.get("execution", {})
-    if "iopub.execute_input" not in timing or "shell.execute_reply" not in timing:
-        return 0.0
-    start, end = (datetime.datetime.fromisoformat(timing[k].rstrip("Z"))
-                  for k in ("iopub.execute_input", "shell.execute_reply"))
-    return (end - start).total_seconds()
 
 
 def kernel_env() -> dict:

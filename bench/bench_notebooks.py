@@ -30,7 +30,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "source" / "ch11"
 GRADER_SERIES_GOAL_S = 120.0
 GRADER_CELL_GOAL_S = 30.0
 STUDENT_01_07_GOAL_S = 60.0
-STUDENT_08_GOAL_S = 300.0
+STUDENT_08_GOAL_S = 150.0
 MODES = {"student": False, "grader": True}
 
 
