@@ -148,6 +148,8 @@ def progress_file() -> Path:
 PASSED, FAILING, CHANGED = "passed", "failing", "changed"
 UNKNOWN_CHECK = "-"  # a check recorded outside a notebook kernel, whose cell is not known
 CHANGED_STATUS = "changed since its check passed: run the check"
+# The saved notebook holds another answer than the one that passed: changed and saved, or passed and not saved yet.
+SAVED_OTHER_STATUS = CHANGED_STATUS + " (or, if you have not changed it, save the notebook)"
 
 
 def _now() -> str:
@@ -420,7 +422,7 @@ def _check_state(item: GradedItem, runs: dict, saved: dict[str, str]) -> tuple[b
     if run["state"] == PASSED:
         passed_on = run.get("answer") or {}
         if any(saved.get(cell) != code for cell, code in passed_on.items()):
-            return False, CHANGED_STATUS  # the saved answer is not the one that passed
+            return False, SAVED_OTHER_STATUS  # the saved answer is not the one that passed
         return True, "passed"
     if run["state"] == CHANGED:
         return False, CHANGED_STATUS

@@ -91,7 +91,7 @@ STABLE = ("def softmax(logits, dim=-1):\n"
 UNSHIFTED = ("def softmax(logits, dim=-1):\n"
              "    weights = torch.exp(logits)\n"
              "    return weights / weights.sum(dim=dim, keepdim=True)\n")
-CHANGED = "changed since its check passed: run the check"
+CHANGED = progress.SAVED_OTHER_STATUS  # "changed since its check passed: run the check (or ... save the notebook)"
 
 
 def save_answer(path, grade, source):
@@ -137,7 +137,7 @@ def test_a_pass_belongs_to_the_answer_that_passed_on_the_start_page_and_in_the_s
 
         save_answer(notebook, "nb01_softmax__answer", UNSHIFTED)  # changed and saved, not run
         changed = html_of(execute(read(START_HERE), grader=False, progress_file=progress_file))
-        assert f"<td>{CHANGED}</td>" in row_of(changed, "Exercise 01.softmax"), row_of(changed, "Exercise 01.softmax")
+        assert f"<td>{html_text.escape(CHANGED)}</td>" in row_of(changed, "Exercise 01.softmax"), row_of(changed, "Exercise 01.softmax")
         assert "<td>notebook 01_policy_softmax</td><td></td><td>0 of " in changed
         lines = summary()
         assert lines[0].startswith("01_policy_softmax: 0 of "), lines
