@@ -26,15 +26,21 @@ def validate(path, monkeypatch, tmp_path):
     return VerdictValidator().validate(str(path))
 
 
-def cell_name(label: str, kind: str) -> re.Pattern:
+def cell_name(label: str, kind: str, title: str = "") -> re.Pattern:
     """What Validate calls a graded cell: its exercise's label (the start page's and the headers'), the
-    exercise's title if the notebook gives one, and the cell's kind."""
-    return re.compile(rf"{re.escape(label)}( \([^)]+\))?, {kind}")
+    exercise's title where the notebook gives one, and the cell's kind."""
+    return re.compile(re.escape(label + (f" ({title})" if title else "") + f", {kind}"))
+
+
+def named(key: str, kind: str) -> re.Pattern:
+    exercise = progress.exercise(key)
+    return cell_name(exercise.label, kind, exercise.title or "")
 
 
 def expected_name(cell) -> re.Pattern:
-    label = progress.exercise(progress.exercise_key(grade_id(cell))).label
-    return cell_name(label, "the written answer" if is_manual_answer(cell) else "the check cell")
+    exercise = progress.exercise(progress.exercise_key(grade_id(cell)))
+    return cell_name(exercise.label, "the written answer" if is_manual_answer(cell) else "the check cell",
+                     exercise.title or "")
 
 
 @pytest.mark.parametrize("name", NOTEBOOK_NAMES)
@@ -91,9 +97,9 @@ def test_validate_command_shows_the_failing_checks_by_exercise_and_no_test_sourc
     assert "VALIDATION FAILED ON 3 CELL(S)" in out, out + result.stderr[-2000:]
     sections = [part.strip() for part in out.split("=" * 90)[1:]]
     headings = [section.splitlines()[0] for section in sections]
-    expected = [("Exercise 01.softmax", "the check cell"), ("Exercise 11.1(a)", "the check cell"),
-                ("Exercise 11.1(b)", "the written answer")]
-    assert len(headings) == 3 and all(cell_name(*e).fullmatch(h.removesuffix(":")) for e, h in zip(expected, headings)), out
+    expected = [named("nb01_softmax", "the check cell"), named("ex11_1a", "the check cell"),
+                named("ex11_1b", "the written answer")]
+    assert len(headings) == 3 and all(e.fullmatch(h.removesuffix(":")) for e, h in zip(expected, headings)), out
     softmax = " ".join(line.strip() for line in sections[0].splitlines()[1:])
     assert softmax.startswith("\u2717 Check failed: softmax(torch.tensor([1000., 999., 998.])) contains NaN"), out
     assert pitfall.names in softmax, out
@@ -113,7 +119,7 @@ def test_validate_names_the_cell_that_raised_before_defining_what_a_check_needs(
     nbformat.write(nb, tmp_path / "01_policy_softmax.ipynb")
     results = validate(tmp_path / "01_policy_softmax.ipynb", monkeypatch, tmp_path)
     first = results["failed"][0]
-    assert cell_name("Exercise 01.softmax", "the check cell").fullmatch(first["source"]), first["source"]
+    assert named("nb01_softmax", "the check cell").fullmatch(first["source"]), first["source"]
     assert ANSI.sub("", first["raw_error"]) == (
         "\u2717 NameError: name 'softmax' is not defined: the cell above that defines softmax raised ValueError "
         "before it got there (its error is in its output)")
