@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests.lmpolicy_grader.test_feedback_offline import grade_written_answer
+from tests.lmpolicy_grader.scenarios.test_feedback_offline import grade_written_answer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 

@@ -27,7 +27,7 @@ from lmpolicy_grader.class_grading.report import exercise_rows, student_summarie
 from lmpolicy_grader.class_grading.status import Status
 from tests.browser.conftest import ROOT, _serve
 from tests.lmpolicy_grader import tiny_course
-from tests.lmpolicy_grader.test_feedback_offline import WRITTEN
+from tests.lmpolicy_grader.scenarios.test_feedback_offline import WRITTEN
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import sys
 
@@ -28,6 +29,13 @@ class _Kernel(AsyncKernelManager):
                                 "--ext=lmpolicy_grader.kernels.moving_in", "--IPKernelApp.log_level=ERROR"])
 
 
+def _run(coroutine):
+    """``coroutine`` run to its end in a thread with its own event loop (a browser test earlier on this worker
+    leaves Playwright's loop running in the main thread, where asyncio.run() refuses to start)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 async def _session(tmp_path, body):
     km = _Kernel()
     await km.start_kernel(cwd=str(tmp_path))
@@ -45,7 +53,7 @@ async def _session(tmp_path, body):
 def test_an_operation_runs_in_the_kernel_with_its_arguments_and_returns_its_value(tmp_path):
     async def body(kc):
         return await remote_call.call(kc, DEMO, "add", 30, a=40, b=2)
-    assert asyncio.run(_session(tmp_path, body)) == 42
+    assert _run(_session(tmp_path, body)) == 42
 
 
 def test_moving_in_takes_the_notebooks_folder(tmp_path):
@@ -58,7 +66,7 @@ def test_moving_in_takes_the_notebooks_folder(tmp_path):
                                              output_hook=lambda msg: printed.append(msg["content"].get("text", "")))
         return reply
     printed: list[str] = []
-    asyncio.run(_session(tmp_path, body))
+    _run(_session(tmp_path, body))
     assert "".join(printed).strip() == os.path.realpath(folder)
 
 
@@ -70,7 +78,7 @@ def test_a_failure_in_the_kernel_is_named_with_its_operation(tmp_path, operation
         with pytest.raises(remote_call.RemoteCallFailed) as failed:
             await remote_call.call(kc, DEMO, operation, 30)
         return str(failed.value)
-    assert says in asyncio.run(_session(tmp_path, body))
+    assert says in _run(_session(tmp_path, body))
 
 
 def test_a_kernel_that_does_not_answer_in_time_is_named(tmp_path):
@@ -79,4 +87,4 @@ def test_a_kernel_that_does_not_answer_in_time_is_named(tmp_path):
         with pytest.raises(remote_call.RemoteCallFailed) as failed:
             await remote_call.call(kc, DEMO, "add", 2, a=1, b=1)
         return str(failed.value)
-    assert "did not answer add within 2 s" in asyncio.run(_session(tmp_path, body))
+    assert "did not answer add within 2 s" in _run(_session(tmp_path, body))
