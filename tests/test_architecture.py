@@ -114,3 +114,13 @@ def test_the_grader_sends_no_code_to_a_kernel_as_text():
                     and not (isinstance(node.args[0], ast.Call) and getattr(node.args[0].func, "id", "") == "text"):  # SQL
                 offenders.append(f"{name}:{node.lineno}: {ast.unparse(node)[:80]}")
     assert not offenders, offenders
+
+
+def test_loading_the_course_config_imports_no_torch():
+    """nbgrader_config.py imports the preprocessors in every process that reads it (the student's Validate, formgrader,
+    each grading worker): the trusted side's torch and numpy load only in the kernels that use them."""
+    import subprocess
+    import sys
+    program = "import sys, lmpolicy_grader.preprocessors\nprint('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

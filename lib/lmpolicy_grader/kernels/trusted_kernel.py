@@ -30,6 +30,8 @@ TRUSTED_KERNEL_IMPORTS = tuple(f"import {module}" for module in PRELOAD)
 
 # What the trusted kernel runs for the grader, loaded at its start (called by name, never sent as code).
 IN_KERNEL = "lmpolicy_grader.trusted_tests.in_kernel"
+# The comm target it serves (kept here, so that the grader names it without importing torch through in_kernel).
+IN_KERNEL_TARGET = "lmpolicy_grader.trusted_tests"
 
 
 class TrustedKernelManager(AsyncKernelManager):

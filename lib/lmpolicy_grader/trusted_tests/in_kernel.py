@@ -14,11 +14,12 @@ from IPython import get_ipython
 
 from lmpolicy import checks
 from lmpolicy_grader.kernels import remote_call
+from lmpolicy_grader.kernels.trusted_kernel import IN_KERNEL_TARGET
 from lmpolicy_grader.trusted_tests import no_credit
 from lmpolicy_grader.trusted_tests.channel import Channel
 from lmpolicy_grader.trusted_tests.errors import ChannelError
 
-TARGET = "lmpolicy_grader.trusted_tests"
+TARGET = IN_KERNEL_TARGET
 
 _ALL_SOURCES: list[tuple[int, str]] = []
 _CHANNEL: Channel | None = None

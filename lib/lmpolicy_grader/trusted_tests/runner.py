@@ -19,9 +19,8 @@ from nbgrader.preprocessors import Execute
 from lmpolicy_grader.cells import is_test, set_failed_line
 from lmpolicy_grader.kernels import remote_call, spares
 from lmpolicy_grader.kernels.output_cap import OutputCap
-from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
+from lmpolicy_grader.kernels.trusted_kernel import IN_KERNEL_TARGET as TARGET, TrustedKernelManager
 from lmpolicy_grader.incidents import GradingFailed
-from lmpolicy_grader.trusted_tests.in_kernel import TARGET
 
 # Seconds a trusted test cell may take beyond the cell timeout its calls share (an interrupt's grace).
 CELL_SLACK = 30
