@@ -130,13 +130,18 @@ def test_make_test_installs_every_set_and_npms_proxy():
 # Run in a fresh interpreter: Python's path finder no longer finds the distributions outside the student's
 # set, nor a module that only they provide, so that importing it fails and probing for it (importlib.util.
 # find_spec, importlib.metadata) finds nothing, as in the student's own venv. Then the given code runs.
+# Such a module is still found outside site-packages: setuptools puts its vendored copies (jaraco, ...) on
+# sys.path, and a student's venv without the separate distribution imports those.
 _STUDENT_ONLY = """
-import json, re, sys
+import json, re, site, sys
 from importlib.machinery import PathFinder
 absent_modules, absent_distributions = (set(names) for names in json.loads(sys.argv[1]))
+site_packages = set(site.getsitepackages())
 class StudentsPathFinder:
     def find_spec(self, name, path=None, target=None):
-        return None if name.partition(".")[0] in absent_modules else PathFinder.find_spec(name, path, target)
+        if name.partition(".")[0] in absent_modules and path is None:
+            path = [entry for entry in sys.path if entry not in site_packages]
+        return PathFinder.find_spec(name, path, target)
     def find_distributions(self, context=None, **kwargs):
         for distribution in PathFinder.find_distributions(context, **kwargs):
             if re.sub(r"[-_.]+", "-", distribution.metadata["Name"]).lower() not in absent_distributions:
