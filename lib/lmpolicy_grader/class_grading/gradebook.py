@@ -24,12 +24,13 @@ formgrader and ``nbgrader`` on the command line. The course's configuration name
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
-from filelock import FileLock
 
 LOCK_FILE = ".gradebook.lock"          # the SQLite session lock, at the course root
 URL_VARIABLE = "LMPOLICY_GRADEBOOK_URL"
@@ -134,7 +135,7 @@ def serialise_gradebook_sessions(lock_path: Path):
 
     Returns a function that undoes it."""
     from nbgrader.api import Gradebook
-    lock = FileLock(lock_path)  # re-entrant: a session opened inside another one does not wait for itself
+    lock = _ProcessFileLock(lock_path)
     original_init, original_close = Gradebook.__init__, Gradebook.close
 
     def locked_init(self, *args, **kwargs):
@@ -160,6 +161,35 @@ def serialise_gradebook_sessions(lock_path: Path):
     def undo():
         Gradebook.__init__, Gradebook.close = original_init, original_close
     return undo
+
+
+class _ProcessFileLock:
+    """An exclusive lock on a file, held by this process and re-entrant in it: a session opened inside another
+    one does not wait for itself. The file is unlocked and closed when the last holder releases it."""
+
+    def __init__(self, path: Path):
+        self.path, self._fd, self._holders, self._guard = Path(path), None, 0, threading.RLock()
+
+    def acquire(self) -> None:
+        self._guard.acquire()   # a second thread waits here; the file lock keeps other processes out
+        if self._holders == 0:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                self._guard.release()
+                raise
+            self._fd = fd
+        self._holders += 1
+
+    def release(self) -> None:
+        self._holders -= 1
+        if self._holders == 0:
+            fd, self._fd = self._fd, None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+        self._guard.release()
 
 
 _prepared: dict[str, object] = {}   # what prepare_worker installed in this process: kind -> undo function
