@@ -16,6 +16,11 @@ network, IPC and UTS namespaces and sees only:
   network namespace has its own loopback, so TCP to the grader cannot work and nothing else can
   either).
 
+The student library ``lmpolicy`` is not the real one: the kernel sees a view of it (``library_view``),
+a copy in the private folder mounted over the real package folder, in which the functions that answer
+the graded notebook's exercises raise "not available while grading". The real source, its bytecode and
+its folder are not in the sandbox at any path.
+
 Of the grader's package, the data no kernel imports is covered up (``GRADER_DATA``: the typical
 wrong answers and the example written answers, which quote the solutions line for line). The
 sandbox's own root and ``/dev`` are remounted read-only once everything is in place: a kernel that
@@ -46,6 +51,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from lmpolicy_grader.isolation import library_view
 from lmpolicy_grader.isolation.cgroup import SandboxCgroup
 
 # Enough for a kernel's threads (torch, ZMQ, IPython) with a wide margin; a fork bomb stops here.
@@ -183,9 +189,11 @@ class Sandbox:
 
     @classmethod
     def create(cls, notebook_dir: Path | None, max_processes: int = DEFAULT_MAX_PROCESSES,
-               scratch_bytes: int = DEFAULT_SCRATCH_BYTES, group_limits: dict | None = None) -> "Sandbox":
+               scratch_bytes: int = DEFAULT_SCRATCH_BYTES, group_limits: dict | None = None,
+               library: Path | None = None) -> "Sandbox":
         """The sandbox of a kernel for ``notebook_dir`` (its files copied in at start), or for a
-        notebook not known yet (None: ``stage`` its files once it is). ``group_limits``
+        notebook not known yet (None: ``stage`` its files once it is). ``library``: the view of
+        lmpolicy the kernel sees (``library_view.view``; None: no lmpolicy at all). ``group_limits``
         (``memory_bytes``, ``cpu_cores``): put the whole sandbox in a control group with these limits
         and ``max_processes`` (raises CgroupUnavailable where none can be made)."""
         notebook_dir = Path(notebook_dir).resolve() if notebook_dir is not None else None
@@ -199,6 +207,7 @@ class Sandbox:
                 sandbox.remove()
                 raise
         sandbox.sockets.mkdir()
+        sandbox.show_library(library)
         sandbox.staged.mkdir(mode=0o755)
         sandbox.staged.chmod(0o755)  # readable by the kernel's uid, whatever the umask
         if notebook_dir is not None:
@@ -219,6 +228,20 @@ class Sandbox:
     @property
     def staged(self) -> Path:
         return self.private / "files"
+
+    @property
+    def library(self) -> Path:
+        """Host folder mounted over the real lmpolicy package: the view the kernel imports."""
+        return self.private / "library"
+
+    def show_library(self, view: Path | None) -> None:
+        """Make the kernel's lmpolicy ``view`` (None: an empty folder); for a kernel started before its
+        notebook was known, called again with that notebook's view before any of its cells runs."""
+        if view is None:
+            self.library.mkdir(mode=0o755, exist_ok=True)
+            self.library.chmod(0o755)
+        else:
+            library_view.install(view, self.library)
 
     @property
     def empty(self) -> Path:
@@ -306,6 +329,7 @@ class Sandbox:
         mounts = [("--ro-bind", str(folder), str(folder)) for folder in self.readable]
         mounts += [("--ro-bind", str(self.empty / ("folder" if path.is_dir() else "file")), str(path))
                    for path in self._covered()]
+        mounts.append(("--ro-bind", str(self.library), str(library_view.library_folder())))
         mounts += [("--perms", "0777", "--size", str(self.scratch_bytes), "--tmpfs", work),
                    ("--bind", str(self.sockets), str(self.sockets))]
         mounts.append(("--ro-bind", str(self.staged), STAGED_FILES))  # bound even empty: stage() fills it later

@@ -13,7 +13,8 @@ The grading kernel's command line is the stock ipykernel's wrapped in ``prlimit`
 and torch get one thread each, so N parallel kernels use N cores and no more.
 
 GradingKernelManager runs that command in a sandbox (``sandbox.py``: no view of the course, no
-network, a process cap, bounded scratch space), talking to the kernel over ZMQ ipc sockets in the
+network, a process cap, bounded scratch space; the student library as ``library_view`` shows it for the
+notebook being graded, without the functions that answer its exercises), talking to the kernel over ZMQ ipc sockets in the
 sandbox's private folder; ``sandbox = False`` turns it off.
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, DottedObjectName, Float, Int
 
+from lmpolicy_grader.isolation import library_view
 from lmpolicy_grader.isolation.cgroup import cgroup_problem
 from lmpolicy_grader.isolation.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox,
                                      require_sandbox)
@@ -133,6 +135,7 @@ class GradingKernelManager(AsyncKernelManager):
         if self._sandbox is None:  # unsandboxed, the kernel works in the notebook's folder itself
             return {"folder": str(notebook_dir)}
         await self._seal()
+        self._sandbox.show_library(library_view.view(library_view.graded_notebook()))
         if not self._sandbox.stage(notebook_dir):
             return None
         return {"copy_command": list(COPY_STAGED_FILES)}
@@ -158,7 +161,9 @@ class GradingKernelManager(AsyncKernelManager):
         if self.sandbox and self._sandbox is None:
             require_sandbox()
             folder = None if self._awaiting_notebook else Path(kw.get("cwd") or os.getcwd())
-            self._sandbox = Sandbox.create(folder, self.max_processes, self.scratch_bytes, self._group_limits())
+            notebook = None if self._awaiting_notebook else library_view.graded_notebook()
+            self._sandbox = Sandbox.create(folder, self.max_processes, self.scratch_bytes, self._group_limits(),
+                                           library=library_view.view(notebook))
             self.transport, self.cache_ports = "ipc", False
             self.ip = str(self._sandbox.sockets / "kernel")
             self.connection_file = str(self._sandbox.sockets / "kernel.json")

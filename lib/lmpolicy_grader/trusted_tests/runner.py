@@ -17,6 +17,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader.preprocessors import Execute
 
 from lmpolicy_grader.cells import is_test, set_failed_line
+from lmpolicy_grader.isolation import library_view
 from lmpolicy_grader.kernels import remote_call, spares
 from lmpolicy_grader.kernels.output_cap import OutputCap
 from lmpolicy_grader.kernels.trusted_kernel import IN_KERNEL_TARGET as TARGET, TrustedKernelManager
@@ -51,6 +52,7 @@ class TrustedTestRunner:
 
     def __init__(self, config, notebook: str, cell_timeout: int, startup_timeout: int, log, take_spares: bool):
         self.config, self.notebook, self.log = config, notebook, log
+        library_view.grading(notebook)  # its grading kernel, started or moved in after this, shows its library view
         self.startup_timeout = startup_timeout
         self.cell_timeout = cell_timeout
         spare = spares.take("trusted", TrustedKernelManager(config=config).recipe()) if take_spares else None
