@@ -103,8 +103,8 @@ class KLPlacementSettings(Recipe):
     traces nearly the same curve. At beta = 1 an unbiased leash holds the KL near 0.1 while the reward still
     climbs, and the placements whose gradients point elsewhere show it within the run: k1 in the loss (no
     leash in expectation) drifts like beta = 0, and k3 in the reward, pushed away from the reference,
-    collapses. At 0.3 to 0.5 k3 in the reward only drifts (its KL ends above the unleashed run's) within
-    200 updates.
+    runs away: its KL passes a nat and its reward falls below the checkpoint's. At 0.3 to 0.5 k3 in the
+    reward drifts more slowly.
     """
 
     max_updates: int = 200

@@ -138,4 +138,5 @@ def test_the_full_run_shows_what_the_notebook_and_readme_say():
     largest_leashed = max(runs[p].kl[-1] for p in leashed)
     assert runs["k1-loss"].kl[-1] > 3 * largest_leashed  # no leash: several times the leashed runs' KL
     assert runs["k1-loss"].sampled[-1] < runs["k1-reward"].sampled[-1]
-    assert runs["k3-reward"].kl[-1] > 2 and runs["k3-reward"].sampled[-1] < start_reward / 2  # the collapse
+    runaway = runs["k3-reward"]  # past a nat, ten times the leashed runs' KL; its reward below the start's
+    assert runaway.kl[-1] > max(1.0, 10 * largest_leashed) and runaway.sampled[-1] < start_reward - 0.05
