@@ -74,7 +74,7 @@ instructor: $(STUDENT) $(GRADER)
 	$(JUPYTER_LAB) $(LAB_ARGS)
 
 test: $(EVERYTHING)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=40
 
 test-fast: $(EVERYTHING)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
