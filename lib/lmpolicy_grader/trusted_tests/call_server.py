@@ -9,10 +9,12 @@ and sends requests, each a JSON header plus raw buffers in the form of ``channel
   is announced by name, any other value is sent in the safe form (or said to be unreadable); a
   large value only if the test cell mentions its name (every reply also reaches the grader's own
   client of this kernel, which must read it);
-- ``call``: call a function of the submission with arguments rebuilt from the safe form, while
-  the library functions the tests name are blocked (and, if asked, counting its calls of another
-  of the submission's functions); answer with the result and the arguments as the call left them
-  (or what it raised, with the submission's own frames);
+- ``call``: call a function of the submission with arguments rebuilt from the safe form (and, if
+  asked, counting its calls of another of the submission's functions); answer with the result and
+  the arguments as the call left them (or what it raised, with the submission's own frames). Nothing
+  is blocked here: the library functions that answer the notebook's exercises are not in this
+  process's library at all (``isolation.library_view``), and the no-credit rule is read on the
+  trusted side from the notebook's source (``no_credit``);
 - ``vjp``: a vector-Jacobian product through the graph of an earlier call, for a check that
   differentiates through the submission's function.
 
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import importlib
 import sys
 import traceback
 import types
@@ -44,28 +45,6 @@ MAX_FRAMES = 2
 # test names it in a string, which counts as a mention).
 SMALL_ITEMS, SMALL_BYTES = 200, 64 * 1024
 KEPT_GRAPHS = 64  # calls whose autograd graph is kept for a later vjp
-
-
-def _resolve(module: str, qualname: str):
-    target = importlib.import_module(module)
-    for part in qualname.split("."):
-        target = getattr(target, part)
-    return target
-
-
-def same_code(a, b) -> bool:
-    """Two code objects that do the same thing (``f.__code__ = g.__code__``, or a ``replace()`` of it)."""
-    return isinstance(a, types.CodeType) and isinstance(b, types.CodeType) and (
-        a is b or (a.co_code == b.co_code and a.co_names == b.co_names and a.co_consts == b.co_consts))
-
-
-def copied_library_code(fn, blocked) -> str | None:
-    """The blocked library function whose code ``fn`` runs, if it runs one's."""
-    code = getattr(fn, "__code__", None)
-    for (module, qualname), target in blocked:
-        if same_code(code, getattr(target, "__code__", None)):
-            return f"{module}.{qualname}"
-    return None
 
 
 class CallServer:
@@ -118,10 +97,6 @@ class CallServer:
         if not callable(fn):
             return {"missing": f"{name} is not a function in the submission's namespace"}
         args, kwargs = decoder.decode(data["args"]), decoder.decode(data["kwargs"])
-        blocked = [((m, q), _resolve(m, q)) for m, q in data.get("blocked") or ()]
-        copied = copied_library_code(fn, blocked)
-        if copied:
-            return {"copied": copied}
         inputs = [t for t in channel.tensors_in((args, kwargs)) if t.requires_grad]
         callee, calls = data.get("count"), []
         counting = isinstance(callee, str) and isinstance(self.shell.user_ns.get(callee), FUNCTION_TYPES)
@@ -129,8 +104,7 @@ class CallServer:
             yours = self.shell.user_ns[callee]
             self.shell.user_ns[callee] = _counting(yours, calls)
         try:
-            with checks.no_library_shortcut(*(target for _, target in blocked)):
-                result = fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
         except BaseException as error:  # noqa: BLE001 - the submission's exception, sent back as words
             return {"raised": _describe(error)}
         finally:

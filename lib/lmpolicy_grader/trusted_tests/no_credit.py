@@ -1,10 +1,20 @@
 """The no-credit rule, read from the submission's source (the notebook the grader holds, never the
 kernel's word): under ``checks.no_library_shortcut`` a call earns nothing when the submission's code
-reaches a blocked library function from the called function, by name, alias or import.
+reaches a blocked library function from the called function, by name, alias or import, or reaches
+anything by a way this reading cannot follow (``opaque``: a computed attribute name, ``exec`` or
+``eval``, a code object, the source or file of a module, IPython's output history, a module of the
+submission's own folder).
+
+The functions of the student library that answer the notebook's exercises are not in the submission's
+process at all (``isolation.library_view``); this rule is what stands between the submission and the
+rest: torch's and numpy's own functions (``torch.softmax``) and the library functions a notebook's own
+cells need while grading (``library_view.GIVEN``).
 """
 from __future__ import annotations
 
 import ast
+import importlib.util
+import re
 import sys
 import types
 
@@ -18,14 +28,63 @@ def leaf(fn) -> str:
     return getattr(fn, "__name__", "")
 
 
-def address(fn) -> tuple[str, str]:
-    """(module, qualified name) by which the submission's process finds the same library function."""
-    owner = getattr(fn, "__objclass__", None)
-    if owner is not None:  # a C method such as torch.Tensor.softmax
-        return owner.__module__, f"{owner.__qualname__}.{fn.__name__}"
-    if isinstance(fn, types.FunctionType):
-        return fn.__module__, fn.__qualname__
-    return fn.__module__, fn.__name__  # a builtin: torch.softmax's qualname names an internal class
+# What answers the same as a blocked function under another name (a test names only the blocked one).
+ALSO_ANSWERS = {
+    "softmax": {"softmin", "Softmax", "Softmin", "LogSoftmax", "Categorical", "OneHotCategorical"},
+    "log_softmax": {"softmin", "Softmax", "Softmin", "LogSoftmax", "Categorical", "OneHotCategorical"},
+}
+
+# Ways to reach an object or run code that a reading of names cannot follow.
+OPAQUE_CALLS = {"exec", "eval", "compile", "__import__", "globals", "vars", "locals", "open", "get_ipython",
+                "attrgetter", "methodcaller", "import_module", "getsource", "getsourcelines", "getmembers",
+                "FunctionType", "CodeType", "LambdaType", "MethodType", "run_path", "run_module", "reload"}
+OPAQUE_ATTRIBUTES = {"__code__", "__globals__", "__dict__", "__builtins__", "__getattribute__", "__closure__",
+                     "__func__", "__wrapped__", "__self__", "__file__", "__loader__", "__spec__", "__subclasses__",
+                     "__reduce__", "__reduce_ex__", "f_globals", "f_locals", "f_back", "user_ns"}
+OPAQUE_MODULES = {"importlib", "inspect", "marshal", "pickle", "dill", "cloudpickle", "ctypes", "gc", "runpy",
+                  "code", "codeop", "builtins", "dis", "pathlib", "io", "os", "shutil", "subprocess", "linecache"}
+# IPython's history of inputs and outputs: Out[3] may hold torch.softmax, shown by an earlier cell.
+OPAQUE_NAMES = re.compile(r"__builtins__|In|Out|_oh|_ih|_dh|_+|_i+|_\d+|_i\d+|__builtin__")
+
+
+def _own_module(name: str) -> bool:
+    """A top-level module the trusted kernel cannot find: a file of the submission's folder."""
+    if name in sys.modules:
+        return False
+    try:
+        return importlib.util.find_spec(name) is None
+    except (ImportError, ValueError):
+        return True
+
+
+def opaque(statement) -> str | None:
+    """The first thing in ``statement`` that reaches an object or runs code by a way the rule cannot
+    follow, in words (with its line in the cell), or None."""
+    for node in ast.walk(statement):
+        found = None
+        if isinstance(node, ast.Call):
+            callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            if callee in ("getattr", "setattr", "delattr", "hasattr") and not (
+                    len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)):
+                found = f"{callee} with a computed name"
+            elif callee in OPAQUE_CALLS:
+                found = f"{callee}(...)"
+        elif isinstance(node, ast.Attribute) and (node.attr in OPAQUE_ATTRIBUTES or (
+                node.attr == "modules" and isinstance(node.value, ast.Name) and node.value.id == "sys")):
+            found = f".{node.attr}"
+        elif isinstance(node, ast.Name) and OPAQUE_NAMES.fullmatch(node.id) and isinstance(node.ctx, ast.Load):
+            found = f"IPython's history ({node.id})"
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                top = (alias.name if isinstance(node, ast.Import) else (node.module or "")).split(".")[0]
+                level = getattr(node, "level", 0)
+                if level == 0 and top in OPAQUE_MODULES:
+                    found = f"import {top}"
+                elif level or _own_module(top):
+                    found = f"a module of your own folder ({top or alias.name})"
+        if found:
+            return f"{found} (line {getattr(node, 'lineno', '?')} of its cell)"
+    return None
 
 
 def _imported(node, alias) -> set[str]:
@@ -64,7 +123,8 @@ def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
 
     Follows the top-level statements that made what ``name`` is when the tests run (its last def,
     assignment or import, and any later ``__code__`` swap or conditional rebinding) and,
-    transitively, the statements that made the global names those read.
+    transitively, the statements that made the global names those read; a top-level statement that
+    only reads one of those names (``exec(source, namespace)``) counts as a maker of it if it is opaque.
     """
     makers: dict[str, list] = {}
     for statement in checks.statements(sources):
@@ -73,6 +133,11 @@ def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
             makers[bound] = [statement]
         for bound in changed:
             makers.setdefault(bound, []).append(statement)
+        if opaque(statement):
+            read = {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}
+            for mentioned in read - anew - changed:
+                makers.setdefault(mentioned, []).append(statement)
+    blocked_names = set(blocked_names).union(*(ALSO_ANSWERS.get(blocked, ()) for blocked in blocked_names))
     todo, seen = [name], set()
     while todo:
         current = todo.pop()
@@ -82,8 +147,12 @@ def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
         for statement in makers.get(current, ()):
             reads, reaches = _reached_names(statement, current)
             found = sorted(reaches & blocked_names)
+            how = "" if current == name else f" through {current}"
             if found:
-                how = "" if current == name else f" through {current}"
                 return f"your {name}{how} uses the library's {found[0]}"
+            hidden = opaque(statement)
+            if hidden:
+                return (f"your {name}{how} reaches code by a way the grader cannot check, {hidden}: "
+                        "write it with plain names")
             todo.extend(reads - seen)
     return None

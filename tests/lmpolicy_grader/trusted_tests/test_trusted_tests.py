@@ -157,6 +157,23 @@ SHORTCUTS = {
                                               "def kl_chain_rule(p, q):\n    return kl(p, q)"),
     "the library, if a flag is set": ("def softmax(x, dim=-1):\n    return torch.exp(x)", True,
                                       "if FAST:\n    softmax = F.softmax"),
+    # what no literal name gives away (issue 20): caught as a way the rule cannot follow
+    "a computed name taken early": ("_sm = getattr(torch, 'soft' + 'max')", True,
+                                    "def softmax(x, dim=-1):\n    return _sm(x, dim)"),
+    "a wrapped copy of a code object": ("import types\nfrom lmpolicy.exact import temperature as T\n"
+                                        "_f = types.FunctionType(T.log_softmax.__code__, T.__dict__)", True,
+                                        "def softmax(x, dim=-1):\n    return _f(x)"),
+    "exec of the module's source": ("import inspect\nfrom lmpolicy.exact import temperature as T\n_ns = {}\n"
+                                    "exec(inspect.getsource(T), _ns)", True,
+                                    "def softmax(x, dim=-1):\n    return _ns['soft' + 'max'](x)"),
+    "exec of the module's file": ("from lmpolicy.exact import temperature as T\n_ns = {}\nexec(open(T.__file__).read(), _ns)",
+                                  True, "def softmax(x, dim=-1):\n    return _ns[chr(115) + 'oftmax'](x)"),
+    "an earlier cell's output": ("torch.softmax", True, "def softmax(x, dim=-1):\n    return Out[1](x, dim)"),
+    "the same under another name": ("def softmax(x, dim=-1):\n    return F.softmin(-x, dim)", True),
+    "a softmax module": ("def softmax(x, dim=-1):\n    return torch.nn.Softmax(dim)(x)", True),
+    "a module of its own folder": ("import my_softmaxes\ndef softmax(x, dim=-1):\n    return my_softmaxes.f(x)", True),
+    "honest, with math and numpy": ("import math\nimport numpy as np\ndef softmax(x, dim=-1):\n"
+                                    "    e = np.exp(x - np.max(x))\n    return e / math.fsum(e)", False),
 }
 
 
@@ -298,15 +315,22 @@ def test_the_submissions_exceptions_come_back_in_its_words(submission_channel):
         checks.call_student(proxies.SubmissionFunction(submission_channel, "opaque"), torch.zeros(1))
 
 
-def test_a_blocked_library_function_gets_no_credit(submission_channel):
-    no_credit.SOURCES[:] = []  # no source to read: the submission's process blocks it during the call
+def test_a_blocked_library_function_gets_no_credit_by_the_source_not_the_submissions_word(submission_channel):
+    """The submission's process blocks nothing any more (issue 20: a block there is one more thing it can
+    undo); the rule reads the notebook's source on the trusted side."""
     x = torch.tensor([1.0, 2.0])
-    assert torch.allclose(submission_channel.call("uses_library", (x,), {}), torch.softmax(x, -1))
-    for name, says in [("uses_library", "calling torch.nn.functional.softmax gets no credit"),
-                       ("copied", "runs the code of torch.nn.functional.softmax")]:
-        with checks.no_library_shortcut(torch.nn.functional.softmax):
-            with pytest.raises(checks.LibraryShortcutUsed, match=says):
-                checks.call_student(proxies.SubmissionFunction(submission_channel, name), x)
+    no_credit.SOURCES[:] = []  # no source to read: nothing stops the call
+    with checks.no_library_shortcut(torch.nn.functional.softmax):
+        assert torch.allclose(submission_channel.call("uses_library", (x,), {}), torch.softmax(x, -1))
+    no_credit.SOURCES[:] = [SUBMISSION]
+    try:
+        for name, says in [("uses_library", "your uses_library uses the library's softmax"),
+                           ("copied", "your copied uses the library's softmax")]:
+            with checks.no_library_shortcut(torch.nn.functional.softmax):
+                with pytest.raises(checks.LibraryShortcutUsed, match=says):
+                    checks.call_student(proxies.SubmissionFunction(submission_channel, name), x)
+    finally:
+        no_credit.SOURCES[:] = []
 
 
 def test_call_counting_counts_where_the_function_runs(submission_channel):
