@@ -648,3 +648,32 @@ def no_library_shortcut(*library_functions):
         _ACTIVE_BLOCKS.pop()
         for undo in reversed(undos):
             undo()
+
+
+# -- per-student variants (lmpolicy.variants) ----------------------------------------------------
+
+def check_own_variant(exercise_key: str, submitted: dict) -> None:
+    """Fail when a submitted number is the chapter's value (or another variant's) instead of the
+    student's own, without showing the right value. ``submitted`` maps the notebook's variable names
+    to what the student set; names whose answer is not a number are ignored."""
+    from lmpolicy import variants
+
+    for name, value in submitted.items():
+        message = variants.other_variant_message(exercise_key, {name: value})
+        if message:
+            _fail(f"{name} = {check_number(value, name):.6g}: {message}")
+
+
+def check_variant_answers(exercise_key: str, submitted: dict, hint: str | None = None) -> None:
+    """Every submitted answer of ``exercise_key`` against the current student's own exact answer
+    (``lmpolicy.variants.answers``, with the tolerance each answer carries): what hidden tests call."""
+    from lmpolicy import variants
+
+    check_own_variant(exercise_key, submitted)
+    expected = variants.answers(exercise_key)
+    for name, value in submitted.items():
+        answer = expected[name]
+        if answer.numeric:
+            check_close(check_number(value, name), answer.value, name, hint=hint, atol=answer.atol, rtol=answer.rtol)
+        else:
+            check(value == answer.value, f"{name} is {value!r}, which is not right", hint=hint)
