@@ -7,6 +7,9 @@ batch draws N tokens from pi_theta and averages each estimator over them: one es
 KL(pi_theta || pi_ref) per estimator. The histograms collect the batch
 estimates; the table compares them with the exact values from ``lmpolicy.exact.kl``.
 
+With a student id (``lmpolicy.variants``) the demo also offers the student's own reference
+(``reference="yours"``, Exercise 11.9(d)) beside the chapter's (``reference="chapter"``, the default).
+
 Draws are seeded: ``reset()`` (the Reset button) replays the same batches, and changing x or N
 starts again from the seed, so what the demo shows depends only on (x, N, batches drawn). The
 batches drawn before such a change belong to the old setting (another KL, or another N), so they
@@ -29,6 +32,7 @@ from lmpolicy.demos.base import TABLE_STYLE, WidgetDemo, format_number, text_blo
 from lmpolicy.demos.figure_widget import FigureImage
 from lmpolicy.exact.kl import ESTIMATORS, estimator_moments
 from lmpolicy.exact.scenarios import KL_DEMO_DEFAULT_X, KL_DEMO_REF_PROBS, kl_demo_policy
+from lmpolicy import variants
 
 TOKENS_PER_ESTIMATE = (1, 4, 16, 64, 256)
 FORMULAS = {"k1": "k1 = ℓ", "k2": "k2 = ℓ²/2", "k3": "k3 = e^(−ℓ) − 1 + ℓ"}
@@ -39,6 +43,7 @@ HISTOGRAM_HALF_WIDTH = 4.0  # histogram range: exact KL +- this many standard de
 BATCHES_PER_PLAY_STEP = 20
 PLAY_INTERVAL_MS = 200
 PLAY_STEPS = 500  # Play stops after this many steps (10,000 batches)
+REFERENCES = {"chapter": "the chapter's", "yours": "yours (11.9(d))"}
 PLAY_HELP = (f"▶ Play draws {BATCHES_PER_PLAY_STEP} batches every {PLAY_INTERVAL_MS / 1000:g} s "
              f"until you press ■ Stop")
 
@@ -49,6 +54,14 @@ def _check_x(x) -> float:
                          f"1: uniform), got {x!r}")
     kl_demo_policy(float(x))  # raises ValueError naming the range
     return float(x)
+
+
+def _check_reference(reference) -> str:
+    if reference not in REFERENCES:
+        raise ValueError(f"reference must be one of {', '.join(map(repr, REFERENCES))}, got {reference!r}")
+    if reference == "yours" and variants.kl_demo_reference() is None:
+        raise ValueError("reference 'yours' needs a student id: " + variants.SET_ID_HOW)
+    return reference
 
 
 def _check_tokens_per_estimate(n) -> int:
@@ -68,13 +81,17 @@ class KLEstimatorDemo(WidgetDemo):
         N, the tokens averaged into one batch estimate.
     seed : int, default 0
         Seed of the draws; ``reset()`` and any change of x or N restart from it.
+    reference : "chapter" (default, ``KL_DEMO_REF_PROBS``) or "yours": the student's own reference of
+        Exercise 11.9(d) (``lmpolicy.variants``); "yours" needs a student id.
 
     Controls (after ``widget`` or ``show()``): ``x_slider``, ``tokens_selector``, ``play`` (with
-    ``play_label`` beside it), ``draw_button``, ``reset_button``. Setting their ``value`` (or clicking) updates the demo exactly
+    ``play_label`` beside it), ``draw_button``, ``reset_button``, and with a student id ``reference_selector``. Setting their ``value`` (or clicking) updates the demo exactly
     as in JupyterLab.
     """
 
-    def __init__(self, x: float = KL_DEMO_DEFAULT_X, tokens_per_estimate: int = 16, seed: int = 0) -> None:
+    def __init__(self, x: float = KL_DEMO_DEFAULT_X, tokens_per_estimate: int = 16, seed: int = 0,
+                 reference: str = "chapter") -> None:
+        self.reference = _check_reference(reference)
         self.x = _check_x(x)
         self.tokens_per_estimate = _check_tokens_per_estimate(tokens_per_estimate)
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
@@ -87,9 +104,18 @@ class KLEstimatorDemo(WidgetDemo):
 
     # -- state -------------------------------------------------------------------------------
 
+    @property
+    def ref_probs(self) -> np.ndarray:
+        """The reference shown: the chapter's, or the student's own (``reference="yours"``)."""
+        return KL_DEMO_REF_PROBS if self.reference == "chapter" else variants.kl_demo_reference()
+
     def _set_policy(self) -> None:
-        self.p_theta = kl_demo_policy(self.x)
-        self.moments = estimator_moments(self.p_theta, KL_DEMO_REF_PROBS)
+        if self.reference == "chapter":
+            self.p_theta = kl_demo_policy(self.x)
+        else:
+            self.p_theta = (np.full(len(self.ref_probs), 1.0 / len(self.ref_probs)) if self.x == 1.0
+                            else variants.kl_demo_policy_for(self.ref_probs, self.x))
+        self.moments = estimator_moments(self.p_theta, self.ref_probs)
         self.reset()
 
     def reset(self) -> None:
@@ -99,10 +125,16 @@ class KLEstimatorDemo(WidgetDemo):
         self._negative_tokens = {name: 0 for name in ESTIMATORS}
         self.tokens_drawn = 0
 
-    def set(self, *, x: float | None = None, tokens_per_estimate: int | None = None) -> None:
-        """Change x and/or N (validated). The batches drawn so far are cleared, and ``status()``
-        says how many and why: they estimate another KL (x) or average another number of tokens (N)."""
+    def set(self, *, x: float | None = None, tokens_per_estimate: int | None = None,
+            reference: str | None = None) -> None:
+        """Change x, N and/or the reference (validated). The batches drawn so far are cleared, and ``status()``
+        says how many and why: they estimate another KL (x, reference) or average another number of tokens (N)."""
         batches, changes = self.batches, []
+        if reference is not None:
+            reference = _check_reference(reference)
+            if reference != self.reference:
+                changes.append(f"the reference changed to {REFERENCES[reference]}")
+            self.reference = reference
         if x is not None:
             x = _check_x(x)
             if x != self.x:
@@ -133,7 +165,7 @@ class KLEstimatorDemo(WidgetDemo):
         if isinstance(batches, bool) or not isinstance(batches, (int, np.integer)) or batches < 1:
             raise ValueError(f"batches must be a whole number >= 1, got {batches!r}")
         n = self.tokens_per_estimate
-        tokens = self._rng.choice(len(KL_DEMO_REF_PROBS), size=(int(batches), n), p=self.p_theta)
+        tokens = self._rng.choice(len(self.p_theta), size=(int(batches), n), p=self.p_theta)
         for name in ESTIMATORS:
             values = self.moments.values[name][tokens]
             self.batch_estimates[name] = np.concatenate([self.batch_estimates[name], values.mean(axis=1)])
@@ -199,6 +231,13 @@ class KLEstimatorDemo(WidgetDemo):
                                     tooltip="Draw one more batch of N tokens from pi_theta")
         self.reset_button = w.Button(description="Reset", icon="undo",
                                      tooltip="Forget every batch and restart the seeded draws")
+        self.reference_selector = None
+        if variants.kl_demo_reference() is not None:  # a student id: the student's own reference beside the chapter's
+            self.reference_selector = w.ToggleButtons(options=[(label, key) for key, label in REFERENCES.items()],
+                                                      value=self.reference, description="pi_ref",
+                                                      style={"button_width": "120px", "description_width": "40px"})
+            self.reference_selector.observe(lambda change: self.set(reference=change["new"]), names="value")
+            self.reference_selector.add_class("lmpolicy-kl-reference")
         self.x_slider.observe(lambda change: self.set(x=change["new"]), names="value")
         self.tokens_selector.observe(lambda change: self.set(tokens_per_estimate=change["new"]),
                                      names="value")
@@ -227,7 +266,7 @@ class KLEstimatorDemo(WidgetDemo):
             "the share of batch estimates that fall below the exact KL.", note=True))
         # the controls wrap onto another line rather than run out of a narrow output area
         row = w.Layout(flex_flow="row wrap", align_items="center")
-        controls = w.VBox([
+        controls = w.VBox(([self.reference_selector] if self.reference_selector is not None else []) + [
             w.HBox([w.HBox([w.Label("sharper"), self.x_slider, w.Label("flatter")],
                            layout=w.Layout(margin="0 24px 0 0")),
                     w.HBox([w.Label("tokens per estimate N"), self.tokens_selector])], layout=row),
@@ -273,7 +312,7 @@ class KLEstimatorDemo(WidgetDemo):
         curves.text(2.9, -2.25, r"log-ratio  $\ell = \log\,\pi_\theta / \pi_{\mathrm{ref}}$",
                     ha="right", va="bottom", fontsize=11)
         curves.set_ylabel(r"$k(\ell)$")
-        tokens = len(KL_DEMO_REF_PROBS)
+        tokens = len(self.p_theta)
         self._token_dots = curves.scatter(np.zeros(tokens), np.zeros(tokens), color="black", zorder=3, clip_on=False)
         self._curves_figure.set_moving([self._token_dots])
         self._histogram_figure = FigureImage(width=8.6, height=1.8)

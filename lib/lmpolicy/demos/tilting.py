@@ -1,6 +1,9 @@
 """Demo "Tilting a toy language model": pi* = pi_ref exp(r / beta) / Z, seen token by token and on
 the reward-KL plane, next to the reference sampled at a lower or higher temperature.
 
+With a student id (``lmpolicy.variants``) the scenario menu also offers the student's own two models,
+"your_worked" (Exercises 11.5(b), 11.9(a)) and "your_blind_spot" (11.8(b), 11.9(c)), after the chapter's.
+
 Every number comes from the exact solvers (``lmpolicy.exact.tilting``, ``lmpolicy.exact.temperature``,
 ``lmpolicy.exact.kl``) applied to the three toy models of ``lmpolicy.exact.scenarios``. Temperature here is
 token-level temperature: each next-token distribution raised to the power 1/T and renormalised,
@@ -20,7 +23,8 @@ import numpy as np
 from lmpolicy.demos.base import TABLE_STYLE, WidgetDemo, format_number, text_block
 from lmpolicy.demos.figure_widget import FigureImage
 from lmpolicy.exact.kl import kl
-from lmpolicy.exact.scenarios import SCENARIOS, get_scenario
+from lmpolicy import variants
+from lmpolicy.exact.scenarios import SCENARIOS, Scenario, get_scenario
 from lmpolicy.exact.temperature import temperature_curve, token_temperature
 from lmpolicy.exact.numeric import check_positive
 from lmpolicy.exact.tilting import (check_beta, expected_reward, frontier, kl_objective, soft_values,
@@ -44,6 +48,20 @@ CONTROL_WIDTH_PX = 400
 DESCRIPTION_WIDTH_PX = 64
 
 
+def available_scenarios() -> dict[str, Scenario]:
+    """The menu: the chapter's scenarios, then the current student's own (none without a student id)."""
+    return {**SCENARIOS, **variants.tilting_scenarios()}
+
+
+def _scenario_named(name: str) -> Scenario:
+    scenarios = available_scenarios()
+    if name in scenarios:
+        return scenarios[name]
+    if name in (variants.YOUR_WORKED, variants.YOUR_BLIND_SPOT):
+        raise ValueError(f"scenario {name!r} is a student's own model and needs a student id: {variants.SET_ID_HOW}")
+    return get_scenario(name)  # ValueError naming the chapter's scenarios
+
+
 def _check_in_range(value: float, name: str, bounds: tuple[float, float]) -> float:
     """``value`` if within the slider's range (to rounding: the browser computes 10 ** exponent)."""
     low, high = bounds
@@ -57,7 +75,8 @@ class TiltingDemo(WidgetDemo):
 
     Parameters
     ----------
-    scenario : "worked" (default), "likely" or "blind_spot" (see ``lmpolicy.exact.scenarios``)
+    scenario : "worked" (default), "likely" or "blind_spot" (see ``lmpolicy.exact.scenarios``); with a
+        student id also "your_worked" and "your_blind_spot" (``lmpolicy.variants``)
     beta : float > 0, default 1.0, within the slider's range (about 0.05 to 20)
     temperature : float > 0, default 1.0, within the slider's range (0.1 to 3.16); token-level
     show_temperature : bool, default False: also show pi_ref at temperature T in the response bars
@@ -81,7 +100,7 @@ class TiltingDemo(WidgetDemo):
     # -- state -------------------------------------------------------------------------------
 
     def _set_scenario(self, name: str) -> None:
-        self.scenario = get_scenario(name)
+        self.scenario = _scenario_named(name)
         model, rewards = self.scenario.model, self.scenario.rewards
         self.reference_probs = model.response_probs()
         betas = np.geomspace(*BETA_RANGE, CURVE_POINTS)
@@ -187,7 +206,7 @@ class TiltingDemo(WidgetDemo):
         self._build_figure()
         control = {"layout": w.Layout(width=f"{CONTROL_WIDTH_PX}px"),
                    "style": {"description_width": f"{DESCRIPTION_WIDTH_PX}px"}}
-        self.scenario_dropdown = w.Dropdown(options=[(s.title, s.name) for s in SCENARIOS.values()],
+        self.scenario_dropdown = w.Dropdown(options=[(s.title, s.name) for s in available_scenarios().values()],
                                             value=self.scenario.name, description="scenario", **control)
         self.beta_slider = w.FloatLogSlider(value=self.beta, base=10, min=BETA_LOG_RANGE[0],
                                             max=BETA_LOG_RANGE[1], step=BETA_LOG_STEP,
