@@ -116,7 +116,7 @@ def softmax(logits, dim=-1):
     # 11.1(a): the numbers
     WrongAnswer(
         NOTEBOOK, NUMBERS,
-        '''prob_86 = 0.665 * 0.08 * 0.97
+        '''prob_86 = math.prod(token_probs_86)
 logprob_86 = math.log10(prob_86)
 main_contributor = "6"
 ''',
@@ -125,7 +125,7 @@ main_contributor = "6"
     ),
     WrongAnswer(
         NOTEBOOK, NUMBERS,
-        '''prob_86 = 0.665 * 0.08 * 0.97
+        '''prob_86 = math.prod(token_probs_86)
 logprob_86 = math.log(prob_86)
 main_contributor = "<eos>"
 ''',
