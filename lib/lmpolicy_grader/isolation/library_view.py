@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import compileall
+import filecmp
 import hashlib
 import os
 import re
@@ -231,7 +232,7 @@ def _current_hash() -> str:
 
 def install(view_folder: Path, target: Path) -> None:
     """Make ``target`` hold exactly ``view_folder``'s files (hard links where the file system allows);
-    files already the same are left alone, so a kernel that has imported them sees no change."""
+    files whose bytes are already the same are left alone, so a kernel that has imported them sees no change."""
     target.mkdir(mode=0o755, exist_ok=True)
     target.chmod(0o755)
     wanted = {path.relative_to(view_folder) for path in view_folder.rglob("*")}
@@ -240,7 +241,7 @@ def install(view_folder: Path, target: Path) -> None:
         if source.is_dir():
             placed.mkdir(mode=0o755, exist_ok=True)
             continue
-        if placed.exists() and os.path.samefile(source, placed):
+        if placed.is_file() and not placed.is_symlink() and filecmp.cmp(source, placed, shallow=False):
             continue
         staging = placed.with_name(f".{placed.name}.new")
         try:

@@ -41,8 +41,9 @@ OPAQUE_CALLS = {"exec", "eval", "compile", "__import__", "globals", "vars", "loc
 OPAQUE_ATTRIBUTES = {"__code__", "__globals__", "__dict__", "__builtins__", "__getattribute__", "__closure__",
                      "__func__", "__wrapped__", "__self__", "__file__", "__loader__", "__spec__", "__subclasses__",
                      "__reduce__", "__reduce_ex__", "f_globals", "f_locals", "f_back", "user_ns"}
+# (Reading a file is not opaque in itself: running what it holds needs exec, compile or an import, which are.)
 OPAQUE_MODULES = {"importlib", "inspect", "marshal", "pickle", "dill", "cloudpickle", "ctypes", "gc", "runpy",
-                  "code", "codeop", "builtins", "dis", "pathlib", "io", "os", "shutil", "subprocess", "linecache"}
+                  "code", "codeop", "builtins", "dis", "linecache"}
 # IPython's history of inputs and outputs: Out[3] may hold torch.softmax, shown by an earlier cell.
 OPAQUE_NAMES = re.compile(r"__builtins__|In|Out|_oh|_ih|_dh|_+|_i+|_\d+|_i\d+|__builtin__")
 
@@ -57,9 +58,13 @@ def _own_module(name: str) -> bool:
         return True
 
 
-def opaque(statement) -> str | None:
+def opaque(statement, name: str | None = None) -> str | None:
     """The first thing in ``statement`` that reaches an object or runs code by a way the rule cannot
-    follow, in words (with its line in the cell), or None."""
+    follow, in words (with its line in the cell), or None. For an import, only the alias that binds
+    ``name`` counts (``import builtins, torch`` makes torch like any import of it)."""
+    if isinstance(statement, (ast.Import, ast.ImportFrom)) and name is not None:
+        statement = type(statement)(**{**vars(statement), "names": [
+            alias for alias in statement.names if (alias.asname or alias.name).split(".")[0] == name]})
     for node in ast.walk(statement):
         found = None
         if isinstance(node, ast.Call):
@@ -118,6 +123,20 @@ def _reached_names(statement, name: str) -> tuple[set[str], set[str]]:
     return reads, reaches
 
 
+def _changed_by(statement) -> set[str]:
+    """The names an opaque statement that binds nothing may change through a call: ``exec(source,
+    namespace)`` fills namespace, ``namespace.update(vars(module))`` too."""
+    if not isinstance(statement, ast.Expr) or not opaque(statement):
+        return set()
+    names = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Call):
+            names |= {arg.id for arg in [*node.args, *(k.value for k in node.keywords)] if isinstance(arg, ast.Name)}
+            if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                names.add(node.func.value.id)
+    return names
+
+
 def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
     """How the submission's code reaches a blocked library function from ``name``, or None.
 
@@ -133,10 +152,8 @@ def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
             makers[bound] = [statement]
         for bound in changed:
             makers.setdefault(bound, []).append(statement)
-        if opaque(statement):
-            read = {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}
-            for mentioned in read - anew - changed:
-                makers.setdefault(mentioned, []).append(statement)
+        for changed_by_call in _changed_by(statement):
+            makers.setdefault(changed_by_call, []).append(statement)
     blocked_names = set(blocked_names).union(*(ALSO_ANSWERS.get(blocked, ()) for blocked in blocked_names))
     todo, seen = [name], set()
     while todo:
@@ -150,7 +167,7 @@ def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
             how = "" if current == name else f" through {current}"
             if found:
                 return f"your {name}{how} uses the library's {found[0]}"
-            hidden = opaque(statement)
+            hidden = opaque(statement, current)
             if hidden:
                 return (f"your {name}{how} reaches code by a way the grader cannot check, {hidden}: "
                         "write it with plain names")

@@ -1,0 +1,179 @@
+"""The student library as the grading kernel sees it (isolation/library_view.py): per notebook, the
+functions that answer its exercises raise "not available while grading", and their real bodies are in
+no file the sandboxed kernel can read, whatever way it looks (a copied code object, getsource and exec,
+a read of the file by its path, a search of every folder it can import from)."""
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from lmpolicy import catalogue
+from lmpolicy_grader.isolation import library_view, sandbox
+
+from ..grading_kernel import run_in_kernel, started
+
+needs_sandbox = pytest.mark.skipif(sandbox.sandbox_problem() is not None and not os.environ.get("LMPOLICY_REQUIRE_SANDBOX"),
+                                   reason=f"no sandbox here: {sandbox.sandbox_problem()}")
+
+
+def _resolve(function: str):
+    module, qualname = function.split(":")
+    target = importlib.import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def _body_lines(function: str) -> list[str]:
+    """The real function's code lines after its docstring (long enough to be its own)."""
+    source = textwrap.dedent(inspect.getsource(_resolve(function)))
+    node = ast.parse(source).body[0]
+    body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+    lines = "\n".join(ast.get_source_segment(source, statement) for statement in body).splitlines()
+    return [line.strip() for line in lines if len(line.strip()) >= 12]
+
+
+def test_the_table_names_each_notebooks_own_exercises_and_real_library_functions(repo_root):
+    for notebook, exercises in library_view.UNAVAILABLE.items():
+        path = repo_root / "source" / "ch11" / f"{notebook}.ipynb"
+        keys = {e.key for e in catalogue.notebook_exercises(notebook, catalogue.read_notebook(path))}
+        assert set(exercises) <= keys, (notebook, set(exercises) - keys)
+        for functions in exercises.values():
+            for function in functions:
+                assert callable(_resolve(function)), function
+        named = {f for functions in exercises.values() for f in functions}
+        assert set(library_view.GIVEN.get(notebook, {})) <= named, notebook
+    assert set(library_view.GIVEN) <= set(library_view.UNAVAILABLE)
+
+
+def test_a_blanked_function_keeps_its_signature_and_docstring_and_says_what_to_do(tmp_path):
+    view = library_view.build(library_view.library_folder(), "07_logprob_plumbing", tmp_path)
+    assert view == tmp_path / "lmpolicy"
+    probe = textwrap.dedent("""
+        import inspect, json
+        from lmpolicy.tinylm import logprobs
+        from lmpolicy import checks
+        out = {"doc": logprobs.response_logprobs.__doc__, "signature": str(inspect.signature(logprobs.sequence_logprob))}
+        try:
+            logprobs.response_logprobs(None, None, 1)
+        except checks.LibraryShortcutUsed as error:
+            out["raised"] = str(error)
+        print(json.dumps(out))
+    """)
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(tmp_path)}, check=True)
+    import json
+    from lmpolicy.tinylm import logprobs
+    out = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert out["doc"] == logprobs.response_logprobs.__doc__
+    assert out["signature"] == str(inspect.signature(logprobs.sequence_logprob))
+    assert out["raised"] == ("lmpolicy.tinylm.logprobs.response_logprobs is not available while grading: "
+                             "Lab Task 1a asks you to write it yourself")
+    # the notebook's other library functions are whole
+    generate = (view / "tinylm" / "generate.py").read_text()
+    assert generate == (library_view.library_folder() / "tinylm" / "generate.py").read_text()
+
+
+def test_what_a_notebook_needs_in_the_grading_kernel_stays_and_says_why():
+    assert library_view.unavailable("05_tilted_optimum") == {}  # its set-up cell hands out every solver
+    assert "lmpolicy.exact.kl:kl_estimates" not in library_view.unavailable("06_kl_estimators")
+    assert set(library_view.unavailable("04_two_mdp_views")) == {"lmpolicy.exact.kl:sequence_kl"}
+    strictest = library_view.unavailable(None)
+    assert "lmpolicy.exact.kl:kl_estimates" in strictest and "lmpolicy.exact.tilting:tilted_optimum" in strictest
+    assert library_view.unavailable("03_three_stages") == {}
+
+
+def test_a_view_is_built_once_per_library_source_and_notebook():
+    start = time.perf_counter()
+    first = library_view.view("02_temperature")
+    built = time.perf_counter() - start
+    start = time.perf_counter()
+    again = library_view.view("02_temperature")
+    reused = time.perf_counter() - start
+    assert first == again and first.is_dir()
+    assert first.parent.parent.name == library_view.source_hash()
+    print(f"view of 02_temperature: {built * 1000:.0f} ms the first time in this process, {reused * 1000:.1f} ms after")
+
+
+def test_installing_a_view_over_another_changes_only_the_files_that_differ(tmp_path):
+    strictest, notebook = library_view.view(None), library_view.view("02_temperature")
+    target = tmp_path / "library"
+    library_view.install(strictest, target)
+    checks_inode = (target / "checks.py").stat().st_ino
+    library_view.install(notebook, target)
+    assert (target / "checks.py").stat().st_ino == checks_inode  # imported before the notebook came: untouched
+    assert os.path.samefile(target / "tinylm" / "logprobs.py", notebook / "tinylm" / "logprobs.py")
+    assert "log_softmax" in (target / "tinylm" / "logprobs.py").read_text()  # not an exercise of 02
+    assert "not available while grading" in (target / "tinylm" / "generate.py").read_text()
+
+
+@needs_sandbox
+@started
+def test_in_the_sandbox_no_way_reaches_a_blanked_functions_real_body(tmp_path, spare):
+    """Notebook 07's kernel: response_logprobs and sequence_logprob (Lab Tasks 1a and 1b)."""
+    blanked = ["lmpolicy.tinylm.logprobs:response_logprobs", "lmpolicy.tinylm.logprobs:sequence_logprob"]
+    markers = sorted({line for function in blanked for line in _body_lines(function)})
+    assert markers, "no body lines to look for"
+    folder = tmp_path / "notebook"
+    folder.mkdir()
+    library_view.grading("07_logprob_plumbing")
+    try:
+        seen = run_in_kernel(folder, f"""
+            import glob, importlib.util, inspect, json, marshal, os, subprocess, sys, tempfile, types
+            import torch
+            from lmpolicy import checks
+            from lmpolicy.tinylm import logprobs
+            out = {{}}
+            def attempt(name, make):
+                try:
+                    value = make()
+                    out[name] = "returned " + type(value).__name__
+                except checks.LibraryShortcutUsed as error:
+                    out[name] = "LibraryShortcutUsed: " + str(error)
+            logits, ids = torch.zeros(1, 6, 15), torch.zeros(1, 6, dtype=torch.long)
+            attempt("call", lambda: logprobs.response_logprobs(logits, ids, 2))
+            copy = types.FunctionType(getattr(logprobs, "response_" + "logprobs").__code__, logprobs.__dict__)
+            attempt("code copy", lambda: copy(logits, ids, 2))
+            namespace = {{}}
+            exec(inspect.getsource(logprobs), namespace)
+            attempt("exec of getsource", lambda: namespace["response_logprobs"](logits, ids, 2))
+            namespace = {{}}
+            exec(open(logprobs.__file__).read(), namespace)
+            attempt("exec of the file", lambda: namespace["sequence_logprob"](torch.zeros(1, 3), torch.ones(1, 3)))
+            with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+                f.write({chr(10).join(markers) + chr(10)!r})
+            folders = sorted({{p for p in sys.path if os.path.isdir(p) and p not in ("", ".", os.getcwd())}}
+                             | {{"/etc", "/tmp", os.getcwd()}})
+            found = subprocess.run(["grep", "-rIlF", "-f", f.name, *folders], capture_output=True, text=True).stdout
+            out["files holding a body line"] = sorted(set(found.split()) - {{f.name}})
+            # the view's own bytecode holds the view's code: no log_softmax in response_logprobs
+            pyc = importlib.util.cache_from_source(logprobs.__file__)
+            code = marshal.loads(open(pyc, "rb").read()[16:])
+            function = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == "response_logprobs")
+            out["names in its bytecode"] = sorted(function.co_names)
+            # what the notebook needs: TinyLM from its checkpoint, sampling, the tokenizer
+            from lmpolicy.tinylm.generate import generate
+            from lmpolicy.tinylm.model import load_pretrained
+            from lmpolicy.tinylm.tokenizer import encode_prompts
+            model = load_pretrained()
+            drawn = generate(model, encode_prompts([(12, 34)]), temperature=0).response_ids
+            out["generated"] = list(drawn.shape)
+            print(json.dumps(out))
+        """, spare=spare)
+    finally:
+        library_view.grading(None)
+    says = "not available while grading: Lab Task 1"
+    for attempt in ("call", "code copy", "exec of getsource", "exec of the file"):
+        assert seen[attempt].startswith("LibraryShortcutUsed") and says in seen[attempt], (attempt, seen[attempt])
+    assert seen["files holding a body line"] == []
+    assert "log_softmax" not in seen["names in its bytecode"] and "LibraryShortcutUsed" in seen["names in its bytecode"]
+    assert seen["generated"] == [1, 4]
