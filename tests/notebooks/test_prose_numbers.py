@@ -261,8 +261,8 @@ PROSE_NUMBERS += [
                 lambda: (f"{100 * kept_mass_top_p_09():.0f}", fixed(-math.log(kept_mass_top_p_09()), 3),
                          fixed(-100 * math.log(kept_mass_top_p_09()), 1))),
     # 02, after 11.2(b): the exact temperature, and the slip in the chapter's check
-    ProseNumber(NB02, "the cell above computes the exact value, $T = {}$. (At exactly $T = 0.334$ the top probability "
-                "is about {}, not 0.95.)",
+    ProseNumber(NB02, "for its logits $(2, 1, 0)$ and 0.95 the exact value is $T = {}$. (At exactly $T = 0.334$ "
+                "the top probability is about {}, not 0.95.)",
                 lambda: (fixed(top_probability_095_temperature(), 5), fixed(worked_softmax(0.334)[0], 5))),
     ProseNumber(NB02, "It is ${}$ (${}$ to four places). The conclusion survives: $1/{} = {}$",
                 lambda: (fixed(1 + math.exp(-3) + math.exp(-6), 5), fixed(1 + math.exp(-3) + math.exp(-6), 4),

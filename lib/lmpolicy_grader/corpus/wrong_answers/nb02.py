@@ -173,8 +173,8 @@ WRONG_ANSWERS = [
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_2b__answer",
-        '''u = (-1 + math.sqrt(1 + 4 * (1 / 0.95 - 1))) / 2
-temperature_095 = -math.log(u)
+        '''u = (-1 + math.sqrt(1 + 4 * (1 / my_target - 1))) / 2
+temperature_095 = -math.log(u) / (my_logits[0] - my_logits[1])
 ''',
         "solves for u = exp(-kappa) and reports kappa = 1/T instead of the temperature",
         kind=Kind.PITFALL, names="kappa",
