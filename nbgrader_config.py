@@ -105,6 +105,12 @@ c.GradingExecute.notebook_budgets = {"08_tinylm_reinforce": 360}
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 40
 
+# --- every student their own numbers (lib/lmpolicy/variants.py, docs/instructors.md "Variants"): the grader gives
+# both kernels the student of the submission's folder. False: everyone is graded on the chapter's numbers (set
+# LMPOLICY_VARIANTS=off in the students' servers too). The hidden tests' random inputs differ per student either
+# way, drawn from the course secret (c.Variants.secret_file at the course root, made at the first grading).
+c.Variants.enabled = True
+
 # --- release: stock generate_assignment, then the check cells collapsed (their verdict is what a student reads)
 c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
                                       CollapseCheckCells]

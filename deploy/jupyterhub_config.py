@@ -113,6 +113,9 @@ c.Spawner.environment = {
     # the shared exchange every user's nbgrader uses (made by the admin, see the guide)
     "LMPOLICY_EXCHANGE": os.environ.get("LMPOLICY_EXCHANGE", "/srv/nbgrader/exchange"),
     "LMPOLICY_COURSE_FOLDER": COURSE_FOLDER,
+    # "off" when the course grades everyone on the chapter's numbers (c.Variants.enabled = False), so that the
+    # students see those too; otherwise each student's numbers are drawn from their user name
+    "LMPOLICY_VARIANTS": os.environ.get("LMPOLICY_VARIANTS", ""),
 }
 # the gradebook: a PostgreSQL URL for several graders; unset, the course's SQLite file. Only instructors' servers
 # get it: the URL holds the database password, and a student's nbgrader never opens the gradebook.

@@ -51,6 +51,15 @@ def _test(call: str, expected: str, hidden_call: str, hidden_expected: str, what
             "### END HIDDEN TESTS")
 
 
+# ex2's hidden test also draws random inputs, from the student's hidden seed (lmpolicy.hidden_inputs)
+HIDDEN_INPUTS_SEED = 7
+HIDDEN_RANDOM_INPUTS = (
+    "\n### BEGIN HIDDEN TESTS\nfrom lmpolicy.hidden_inputs import hidden_seed\n"
+    f"_x = np.random.default_rng(hidden_seed({HIDDEN_INPUTS_SEED})).normal(size=4)\n"
+    "assert np.allclose(square(_x), _x ** 2), 'hidden check of square on random inputs failed'\n"
+    "### END HIDDEN TESTS")
+
+
 def source_notebook() -> nbformat.NotebookNode:
     cells = [
         (new_markdown_cell("# A tiny assignment\nTwo functions and one question."), _meta("header", locked=True)),
@@ -62,8 +71,8 @@ def source_notebook() -> nbformat.NotebookNode:
          _meta("ex1__tests", grade=True, locked=True, points=POINTS["ex1"])),
         (new_code_cell("def square(x):\n    ### BEGIN SOLUTION\n    return np.asarray(x, dtype=float) ** 2\n"
                        "    ### END SOLUTION"), _meta("ex2__answer", solution=True)),
-        (new_code_cell(_test("square([2.0])", "[4.0]", "square([-3.0, 0.5])", "[9.0, 0.25]", "square")),
-         _meta("ex2__tests", grade=True, locked=True, points=POINTS["ex2"])),
+        (new_code_cell(_test("square([2.0])", "[4.0]", "square([-3.0, 0.5])", "[9.0, 0.25]", "square")
+                       + HIDDEN_RANDOM_INPUTS), _meta("ex2__tests", grade=True, locked=True, points=POINTS["ex2"])),
         (new_markdown_cell("Why is squaring never negative?"), _meta("ex3__question", locked=True)),
         (new_markdown_cell("### BEGIN SOLUTION\nMark scheme: 2 points for x*x >= 0.\n### END SOLUTION"),
          _meta("ex3__manual", grade=True, solution=True, points=POINTS["ex3"])),
@@ -162,6 +171,18 @@ def _spy(nb):
     replace_answer(nb, "ex2__answer", SPY_PRINTS)
 
 
+# What each kernel is told about its student: the grading kernel, the student's id and nothing of the hidden inputs
+WHO_AM_I = ("import os\nprint('GRADED AS', {name: os.environ.get(name) for name in "
+            "('LMPOLICY_STUDENT_ID', 'LMPOLICY_HIDDEN_INPUTS', 'LMPOLICY_COURSE_SECRET', 'JUPYTERHUB_USER')})\n"
+            + CORRECT_DOUBLE)
+# A square that knows only the hidden inputs it recorded where they were not the student's own (drawn from the
+# test's plain seed, as every student's were before the course secret): it must score nothing on ex2.
+REPLAYS_RECORDED_INPUTS = (
+    f"_recorded = np.random.default_rng({HIDDEN_INPUTS_SEED}).normal(size=4)\n"
+    "def square(x):\n    x = np.asarray(x, dtype=float)\n"
+    "    if x.shape == (4,) and not np.allclose(x, _recorded):\n        return 0 * x  # not what it recorded\n"
+    "    return x ** 2")
+
 KILLS_THE_GRADER = _answer("ex2__answer", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
 
 # student -> (submission, expected {exercise: score or None}, expected status of the notebook, reason words)
@@ -192,6 +213,9 @@ HOSTILE = {
                                           "numpy.allclose = lambda *a, **k: True\nchecks.check_close = lambda *a, **k: None\n"
                                           "def double(x):\n    return x")), {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
     "spy": (lambda: _with(_spy), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
+    "who_am_i": (lambda: _with(_answer("ex1__answer", WHO_AM_I)), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
+    "replays_recorded_inputs": (lambda: _with(_answer("ex2__answer", REPLAYS_RECORDED_INPUTS)),
+                                {"ex1": 2, "ex2": 0}, Status.GRADED, ""),
     "code_swap": (lambda: _with(_answer("ex2__answer", "from lmpolicy import checks\nimport numpy\n"
                                         "checks.check_close.__code__ = (lambda *a, **k: None).__code__\n"
                                         "def square(x):\n    return x")), {"ex1": 2, "ex2": 0}, Status.GRADED, ""),

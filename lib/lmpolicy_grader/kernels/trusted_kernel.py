@@ -17,7 +17,7 @@ from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, DottedObjectName
 
 from lmpolicy_grader.kernels.forked import PRELOAD, PROVISIONER_NAME, ZYGOTE, provisioner_installed
-from lmpolicy_grader.kernels.grading_kernel import DEFAULT_MEMORY_BYTES, ONE_THREAD, warn_once
+from lmpolicy_grader.kernels.grading_kernel import DEFAULT_MEMORY_BYTES, MOVING_IN, ONE_THREAD, warn_once
 
 
 # The longest path a Unix socket may have (sun_path: 108 bytes with its terminating NUL).
@@ -55,7 +55,7 @@ class TrustedKernelManager(AsyncKernelManager):
                 argv=[prlimit, f"--as={DEFAULT_MEMORY_BYTES}", "--",
                       sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
                       "--IPKernelApp.log_level=ERROR", "--HistoryManager.hist_file=:memory:",
-                      f"--ext={IN_KERNEL}",
+                      f"--ext={IN_KERNEL}", f"--ext={MOVING_IN}",
                       *(f"--IPKernelApp.exec_lines={line}" for line in TRUSTED_KERNEL_IMPORTS)],
                 env=dict(ONE_THREAD, MPLBACKEND="Agg", NBGRADER_EXECUTION="autograde"),
                 metadata={"kernel_provisioner": provisioner} if self._fork() else {})

@@ -22,6 +22,7 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from traitlets import Bool, Dict, Enum, Int, Integer
 
+from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
 
 from lmpolicy_grader.cells import is_locked_setup, is_test
@@ -31,6 +32,7 @@ from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
 from lmpolicy_grader.kernels.moving_in import TARGET as MOVING_IN
 from lmpolicy_grader.kernels.output_cap import OutputCap
 from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
+from lmpolicy_grader.students import kernel_environments
 from lmpolicy_grader.trusted_tests.runner import TrustedTestRunner, start_trusted_kernel
 
 
@@ -64,9 +66,11 @@ class GradingExecute(OutputCap, Execute):
         self.reset_output_cap()
         self._folder = Path(resources.get("metadata", {}).get("path") or os.getcwd())
         self._spare = self._moving_in = self._grading_recipe = self._tests = None
+        self._student, trusted_student = kernel_environments(self.config, CourseDirectory(config=self.config).root,
+                                                             resources["nbgrader"].get("student"))
         try:
             self._tests = TrustedTestRunner(self.config, self.notebook_name, self.timeout, self.startup_timeout,
-                                            self.log, take_spares=self.spare_kernels)
+                                            self.log, take_spares=self.spare_kernels, student=trusted_student)
             self._tests.execute.max_output_bytes, self._tests.execute.notebook_name = self.max_output_bytes, self.notebook_name
             self._grading_recipe = self._recipe(self.kernel_manager_class(config=self.config))
             if self._grading_recipe is not None:
@@ -129,7 +133,8 @@ class GradingExecute(OutputCap, Execute):
         """The grading kernel's client. A spare kernel first takes its notebook folder's files. A kernel
         that died before it answered kernel_info (no cell of the submission has run yet: a start-up
         crash, e.g. on a machine short of memory) is started again once, and a second death makes the
-        notebook FAILED with that reason. Then the next notebook's spares start."""
+        notebook FAILED with that reason. The kernel then learns whose notebook it runs (``students``),
+        and the next notebook's spares start."""
         move_in, self._moving_in = self._moving_in, None
         arguments = await move_in(self._folder) if move_in is not None else None
         try:
@@ -148,18 +153,20 @@ class GradingExecute(OutputCap, Execute):
                 raise GradingFailed("kernel died", "the grading kernel died twice at start-up, before any cell "
                                     f"ran ({error})" + (f"; it said: {said}" if said else "")) from None
         if arguments is not None:
-            await self._move_in(kc, arguments)
+            await self._move_in(kc, "take_files", "take the notebook folder's files", **arguments)
+        if self._student:
+            await self._move_in(kc, "become_student", "take its student's variables", environment=self._student)
         self._start_spares()
         return kc
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)  # nbclient's sync setup_kernel calls this
 
-    async def _move_in(self, kc, arguments: dict) -> None:
-        """The kernel takes its notebook folder's files before any cell of the notebook runs."""
+    async def _move_in(self, kc, operation: str, what: str, **arguments) -> None:
+        """The kernel takes what its notebook needs (``kernels.moving_in``) before any cell of the notebook runs."""
         try:
-            await remote_call.call(kc, MOVING_IN, "take_files", self.startup_timeout, **arguments)
+            await remote_call.call(kc, MOVING_IN, operation, self.startup_timeout, **arguments)
         except remote_call.RemoteCallFailed as error:
-            raise GradingFailed("kernel", f"the grading kernel could not take the notebook folder's files ({error})") from None
+            raise GradingFailed("kernel", f"the grading kernel could not {what} ({error})") from None
 
     def preprocess_cell(self, cell, resources, index):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"

@@ -19,6 +19,7 @@ from nbgrader.preprocessors import Execute
 from lmpolicy_grader.cells import is_test, set_failed_line
 from lmpolicy_grader.isolation import library_view
 from lmpolicy_grader.kernels import remote_call, spares
+from lmpolicy_grader.kernels.moving_in import TARGET as MOVING_IN
 from lmpolicy_grader.kernels.output_cap import OutputCap
 from lmpolicy_grader.kernels.trusted_kernel import IN_KERNEL_TARGET as TARGET, TrustedKernelManager
 from lmpolicy_grader.incidents import GradingFailed
@@ -50,8 +51,10 @@ class CappedExecute(OutputCap, Execute):
 class TrustedTestRunner:
     """The trusted test kernel of one notebook, and the cells it runs."""
 
-    def __init__(self, config, notebook: str, cell_timeout: int, startup_timeout: int, log, take_spares: bool):
+    def __init__(self, config, notebook: str, cell_timeout: int, startup_timeout: int, log, take_spares: bool,
+                 student: dict | None = None):
         self.config, self.notebook, self.log = config, notebook, log
+        self.student = student or {}  # the variables that say whose notebook it is (lmpolicy_grader.students)
         library_view.grading(notebook)  # its grading kernel, started or moved in after this, shows its library view
         self.startup_timeout = startup_timeout
         self.cell_timeout = cell_timeout
@@ -73,7 +76,7 @@ class TrustedTestRunner:
         for attempt in (1, 2):
             self.execute.km = self.kernel.manager
             try:
-                return run_sync(self.execute.async_start_new_kernel_client)()
+                kc = run_sync(self.execute.async_start_new_kernel_client)()
             except RuntimeError as error:
                 if "before replying to kernel_info" not in str(error):
                     raise
@@ -82,10 +85,14 @@ class TrustedTestRunner:
                 self.log.warning("the trusted test kernel of %s died at start-up; starting it again", self.notebook)
                 self.kernel.stop()
                 self.kernel = start_trusted_kernel(self.config)
+                continue
+            if self.student:  # before any cell: the set-up cells and the tests see the student's variant
+                self._call("become_student", self.startup_timeout, target=MOVING_IN, environment=self.student)
+            return kc
 
-    def _call(self, operation: str, seconds: float, **arguments):
+    def _call(self, operation: str, seconds: float, target: str = TARGET, **arguments):
         try:
-            return run_sync(remote_call.call)(self._client(), TARGET, operation, seconds, **arguments)
+            return run_sync(remote_call.call)(self._client(), target, operation, seconds, **arguments)
         except remote_call.RemoteCallFailed as error:
             raise GradingFailed("trusted tests", f"the trusted test kernel could not {operation} ({error})") from None
 

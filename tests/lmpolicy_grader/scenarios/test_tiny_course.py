@@ -5,6 +5,7 @@ come from the notebook's design (tiny_course.HOSTILE), not from the grader.
 """
 from __future__ import annotations
 
+import ast
 import csv
 import re
 import shutil
@@ -113,6 +114,20 @@ def test_a_spy_on_the_channel_learns_no_word_of_the_hidden_tests(tiny_class):
     printed = "".join(o.get("text", "") for o in graded.cells[tiny_course.cell_index(graded, "ex2__answer")].outputs)
     assert printed.startswith("SPIED") and "check_close" in printed and "double" in printed, printed  # the spy ran
     assert not {"allclose", "hidden", "failed"} & set(re.findall(r"\w+", printed)), printed
+
+
+def test_the_grading_kernel_knows_its_student_from_the_folder_and_nothing_of_the_hidden_inputs(tiny_class):
+    """The student's id comes from submitted/<student>/ (the notebook names none); the hidden-inputs value and the
+    course secret stay with the grader (the trusted kernel's use of them: the student replays_recorded_inputs)."""
+    root, _ = tiny_class
+    graded = nbformat.read(root / "autograded" / "who_am_i" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for o in graded.cells[tiny_course.cell_index(graded, "ex1__answer")].outputs)
+    assert printed.startswith("GRADED AS"), printed
+    seen = ast.literal_eval(printed.removeprefix("GRADED AS").strip())
+    assert seen == {"LMPOLICY_STUDENT_ID": "who_am_i", "LMPOLICY_HIDDEN_INPUTS": None, "LMPOLICY_COURSE_SECRET": None,
+                    "JUPYTERHUB_USER": None}
+    secret = root / ".lmpolicy_course_secret"
+    assert secret.stat().st_mode & 0o077 == 0 and len(secret.read_text().strip()) == 64  # the grader's own
 
 
 def test_the_feedback_carries_nothing_printed_after_the_first_test(tiny_class):

@@ -1,0 +1,74 @@
+"""Whose notebook a kernel grades: the student's id, their variants, and their hidden inputs.
+
+The student is the one nbgrader read off the submission's folder (``submitted/<student>/``), never
+anything the notebook says. Both kernels of a notebook are told, before its first cell runs
+(``kernels.moving_in.become_student``):
+
+- the grading kernel: ``LMPOLICY_STUDENT_ID`` (or ``LMPOLICY_VARIANTS=off``), so that the student's
+  code and the locked set-up cells see the student's own variant (``lmpolicy.variants``);
+- the trusted test kernel: the same, and ``LMPOLICY_HIDDEN_INPUTS``, a value made from the student's id
+  and the course's secret, from which the hidden tests draw their random inputs
+  (``lmpolicy.hidden_inputs``). The secret stays with the grader: no submission sees it or the value.
+
+The course's secret is a file at the course root (made at the first grading, readable by its owner
+only), or ``LMPOLICY_COURSE_SECRET`` where several machines grade one class.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+from traitlets import Bool, Unicode
+from traitlets.config import Configurable
+
+from lmpolicy.hidden_inputs import HIDDEN_INPUTS_VARIABLE
+from lmpolicy.variants import HUB_USER_VARIABLE, OFF, STUDENT_ID_VARIABLE, VARIANTS_OFF_VARIABLE
+
+SECRET_VARIABLE = "LMPOLICY_COURSE_SECRET"
+
+
+class Variants(Configurable):
+    """The course's switch for per-student variants (``c.Variants.enabled`` in nbgrader_config.py)."""
+
+    enabled = Bool(True, help="give every student their own numbers in the numeric exercises; False: "
+                              "everyone gets the chapter's (self-study, or a course that wants the book's)").tag(config=True)
+    secret_file = Unicode(".lmpolicy_course_secret", help="the course's secret, relative to the course root "
+                          f"(made at the first grading; {SECRET_VARIABLE} takes its place when set)").tag(config=True)
+
+
+def course_secret(course_root: Path | str, file_name: str = Variants.secret_file.default_value) -> bytes:
+    """The course's secret: ``LMPOLICY_COURSE_SECRET``, else the file at the course root, made if missing."""
+    if os.environ.get(SECRET_VARIABLE, "").strip():
+        return os.environ[SECRET_VARIABLE].strip().encode()
+    path = Path(course_root) / file_name
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:  # the first grading of the course: two graders at once both read the one that won
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+    value = path.read_text().strip()
+    if not value:
+        raise RuntimeError(f"the course secret {path} is empty: delete it (a new one is made at the next "
+                           f"grading, and every student's hidden inputs change) or write a secret into it")
+    return value.encode()
+
+
+def kernel_environments(config, course_root: Path | str, student: str | None) -> tuple[dict, dict]:
+    """The variables (name -> value; None: unset) the grading kernel and the trusted test kernel take for
+    ``student``, in that order. No student (a notebook graded outside nbgrader's course folders): none."""
+    if not student:
+        return {}, {}
+    switch = Variants(config=config)
+    grading = {HUB_USER_VARIABLE: None}  # on a hub, the grader's own user name must not become the id
+    if switch.enabled:
+        grading |= {STUDENT_ID_VARIABLE: student, VARIANTS_OFF_VARIABLE: None}
+    else:
+        grading |= {STUDENT_ID_VARIABLE: None, VARIANTS_OFF_VARIABLE: OFF}
+    secret = course_secret(course_root, switch.secret_file)
+    hidden = hmac.new(secret, f"hidden inputs of {student}".encode(), hashlib.sha256).hexdigest()[:32]
+    return grading, {**grading, HIDDEN_INPUTS_VARIABLE: hidden}

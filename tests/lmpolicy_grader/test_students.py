@@ -1,0 +1,71 @@
+"""Whose notebook a kernel grades (lmpolicy_grader.students): the variables each kernel is told, the course secret."""
+from __future__ import annotations
+
+import stat
+
+import pytest
+from traitlets.config import Config
+
+from lmpolicy_grader.students import SECRET_VARIABLE, course_secret, kernel_environments
+
+
+@pytest.fixture(autouse=True)
+def _no_secret_from_outside(monkeypatch):
+    monkeypatch.delenv(SECRET_VARIABLE, raising=False)
+
+
+def test_each_kernel_is_told_the_student_and_only_the_trusted_one_the_hidden_inputs(tmp_path):
+    grading, trusted = kernel_environments(Config(), tmp_path, "alice")
+    assert grading == {"LMPOLICY_STUDENT_ID": "alice", "LMPOLICY_VARIANTS": None, "JUPYTERHUB_USER": None}
+    hidden = trusted.pop("LMPOLICY_HIDDEN_INPUTS")
+    assert trusted == grading and len(hidden) == 32 and int(hidden, 16) >= 0
+
+
+def test_hidden_inputs_are_the_same_at_every_grading_and_differ_between_students_and_courses(tmp_path):
+    alice = kernel_environments(Config(), tmp_path, "alice")[1]["LMPOLICY_HIDDEN_INPUTS"]
+    assert kernel_environments(Config(), tmp_path, "alice")[1]["LMPOLICY_HIDDEN_INPUTS"] == alice
+    assert kernel_environments(Config(), tmp_path, "bob")[1]["LMPOLICY_HIDDEN_INPUTS"] != alice
+    other_course = tmp_path / "other"
+    other_course.mkdir()
+    assert kernel_environments(Config(), other_course, "alice")[1]["LMPOLICY_HIDDEN_INPUTS"] != alice
+
+
+def test_the_course_secret_is_made_once_readable_by_its_owner_only(tmp_path):
+    first = course_secret(tmp_path)
+    path = tmp_path / ".lmpolicy_course_secret"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and len(first) == 64
+    assert course_secret(tmp_path) == first
+
+
+def test_the_secret_from_the_environment_serves_several_graders_and_writes_no_file(tmp_path, monkeypatch):
+    monkeypatch.setenv(SECRET_VARIABLE, "shared by every grading machine")
+    one = kernel_environments(Config(), tmp_path, "alice")[1]["LMPOLICY_HIDDEN_INPUTS"]
+    assert not (tmp_path / ".lmpolicy_course_secret").exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert kernel_environments(Config(), elsewhere, "alice")[1]["LMPOLICY_HIDDEN_INPUTS"] == one
+
+
+def test_an_empty_secret_file_stops_grading_with_what_to_do(tmp_path):
+    (tmp_path / ".lmpolicy_course_secret").write_text("\n")
+    with pytest.raises(RuntimeError, match="is empty: delete it"):
+        kernel_environments(Config(), tmp_path, "alice")
+
+
+def test_variants_off_tells_both_kernels_and_keeps_per_student_hidden_inputs(tmp_path):
+    config = Config()
+    config.Variants.enabled = False
+    grading, trusted = kernel_environments(config, tmp_path, "alice")
+    assert grading == {"LMPOLICY_STUDENT_ID": None, "LMPOLICY_VARIANTS": "off", "JUPYTERHUB_USER": None}
+    assert trusted["LMPOLICY_VARIANTS"] == "off" and trusted["LMPOLICY_HIDDEN_INPUTS"]
+
+
+def test_without_a_student_nothing_is_told(tmp_path):
+    assert kernel_environments(Config(), tmp_path, None) == ({}, {})
+    assert not (tmp_path / ".lmpolicy_course_secret").exists()
+
+
+def test_the_course_config_switches_variants_on(repo_root):
+    from lmpolicy_grader.class_grading.course import load_config
+    from lmpolicy_grader.students import Variants
+    assert Variants(config=load_config(repo_root)).enabled is True
