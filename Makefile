@@ -64,8 +64,8 @@ work-copy:
 	    test -e "$(CH11_COPY)/$${notebook##*/}" || cp "$$notebook" "$(CH11_COPY)/"; done
 
 # A student's JupyterLab: nbgrader's Validate, but not the instructor's tools (jupyter-config/student).
-lab: $(STUDENT) work-copy
-	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
+lab: $(VENV)/.installed work-copy
+	$(if $(filter command line,$(origin STUDENT)),LMPOLICY_STUDENT_ID="$(STUDENT)") JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	LMPOLICY_WORK_DIR="$(CURDIR)/$(CH11_COPY)" \
 	$(JUPYTER_LAB) $(LAB_ARGS) notebooks/00_start_here.ipynb
 

@@ -664,9 +664,11 @@ def check_own_variant(exercise_key: str, submitted: dict) -> None:
             _fail(f"{name} = {check_number(value, name):.6g}: {message}")
 
 
-def check_variant_answers(exercise_key: str, submitted: dict, hint: str | None = None) -> None:
+def check_variant_answers(exercise_key: str, submitted: dict, hint: str | None = None,
+                          show_expected: bool = True) -> None:
     """Every submitted answer of ``exercise_key`` against the current student's own exact answer
-    (``lmpolicy.variants.answers``, with the tolerance each answer carries): what hidden tests call."""
+    (``lmpolicy.variants.answers``, with the tolerance each answer carries). Hidden tests call it as it is;
+    a visible check calls it with ``show_expected=False``, so that a failure never shows the right value."""
     from lmpolicy import variants
 
     check_own_variant(exercise_key, submitted)
@@ -674,6 +676,7 @@ def check_variant_answers(exercise_key: str, submitted: dict, hint: str | None =
     for name, value in submitted.items():
         answer = expected[name]
         if answer.numeric:
-            check_close(check_number(value, name), answer.value, name, hint=hint, atol=answer.atol, rtol=answer.rtol)
+            check_close(check_number(value, name), answer.value, f"{name} for your model", hint=hint,
+                        atol=answer.atol, rtol=answer.rtol, show_expected=show_expected)
         else:
             check(value == answer.value, f"{name} is {value!r}, which is not right", hint=hint)

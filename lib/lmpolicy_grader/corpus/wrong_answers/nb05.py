@@ -56,6 +56,8 @@ _SOFT_ROOT = "beta * np.logaddexp.reduce(log_first + V / beta)"
 def _worked_answer(V_a: str, V_b: str, beta_log_Z: str, pi_star_a: str, pi_star_bb: str) -> str:
     """An 11.5(b) answer cell at beta = 0.5 with the five numbers written as given."""
     return f'''beta = 0.5
+first, after = my_worked.model.tables
+r = my_worked.rewards.reshape(2, 2)
 V_a = {V_a}
 V_b = {V_b}
 beta_log_Z = {beta_log_Z}
@@ -64,23 +66,30 @@ pi_star_bb = {pi_star_bb}
 '''
 
 
-_V_A = "beta * np.log(0.6 + 0.4 * np.exp(1.0 / beta))"
-_V_B = "beta * np.log(0.5 + 0.5 * np.exp(2.0 / beta))"
-_ROOT = "beta * np.log(0.7 * np.exp(V_a / beta) + 0.3 * np.exp(V_b / beta))"
-_FIRST_A = "0.7 * np.exp((V_a - beta_log_Z) / beta)"
-_BB = "(1 - pi_star_a) * 0.5 * np.exp((2.0 - V_b) / beta)"
+# written for the student's own model (my_worked, the chapter's worked example without a student id)
+_V_A = "beta * np.log(after[0] @ np.exp(r[0] / beta))"
+_V_B = "beta * np.log(after[1] @ np.exp(r[1] / beta))"
+_ROOT = "beta * np.log(first[0] * np.exp(V_a / beta) + first[1] * np.exp(V_b / beta))"
+_FIRST_A = "first[0] * np.exp((V_a - beta_log_Z) / beta)"
+_BB = "(1 - pi_star_a) * after[1, 1] * np.exp((r[1, 1] - V_b) / beta)"
 
 
 
 def _blind_spot_answer(log: str = "np.log", tilt: str = "blind.rewards", measure: str = "blind.true_rewards") -> str:
     """An 11.8(b) answer cell: the crossover with the logarithm ``log``; pi* at beta = 0.1 tilted by ``tilt``,
     its expectation taken over ``measure``."""
-    return f'''beta_equal_mass = (1.6 - 1.0) / {log}(0.24 / 0.02)
-blind = get_scenario("blind_spot")
+    return f'''ref_blind = blind.model.response_probs()
+bb, cc = blind.model.response_index("bb"), blind.model.response_index("cc")
+beta_equal_mass = (blind.rewards[cc] - blind.rewards[bb]) / {log}(ref_blind[bb] / ref_blind[cc])
 log_weights = np.log(blind.model.response_probs()) + {tilt} / 0.1
 pi_low_beta = np.exp(log_weights - log_weights.max())
 pi_low_beta /= pi_low_beta.sum()
 true_reward_at_beta_0_1 = float(pi_low_beta @ {measure})
+'''
+
+# 11.9(c): the demo's readouts on the student's own blind spot at a given beta, as a student reads them
+_BLIND_READOUTS = '''def _readouts(beta):
+    return TiltingDemo(scenario=variants.scenario("ex11_9c").name, beta=beta).readouts()
 '''
 
 WRONG_ANSWERS = [
@@ -237,31 +246,38 @@ WRONG_ANSWERS = [
     # --- Exercise 11.5(b) ----------------------------------------------------------------------------
     WrongAnswer(
         NOTEBOOK, "ex11_5b__answer",
-        '''V_a = 0.6 * 0 + 0.4 * 1.0
-V_b = 0.5 * 0 + 0.5 * 2.0
-beta_log_Z = 0.7 * V_a + 0.3 * V_b
-pi_star_a = 0.7
-pi_star_bb = 0.15
+        '''first, after = my_worked.model.tables
+r = my_worked.rewards.reshape(2, 2)
+V_a = after[0] @ r[0]
+V_b = after[1] @ r[1]
+beta_log_Z = first[0] * V_a + first[1] * V_b
+pi_star_a = first[0]
+pi_star_bb = first[1] * after[1, 1]
 ''',
         "averages instead of soft maxima, and the reference's probabilities instead of pi*",
         kind=Kind.PITFALL, names="soft maximum",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_5b__answer",
-        _worked_answer("0.523", "1.434", "0.892", "0.484", "0.454"),
+        _worked_answer("library_soft_values(my_worked.model, my_worked.rewards, 1.0)[1][0]",
+                       "library_soft_values(my_worked.model, my_worked.rewards, 1.0)[1][1]",
+                       "float(library_soft_values(my_worked.model, my_worked.rewards, 1.0)[0])",
+                       "library_token_level_optimum(my_worked.model, my_worked.rewards, 1.0).tables[0][0]",
+                       "library_tilted_optimum(my_worked.model, my_worked.rewards, 1.0).probs[3]"),
         "copies the beta = 1 numbers of section 4",
         kind=Kind.PITFALL, names="at beta = 1",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_5b__answer",
-        _worked_answer(_V_A, _V_B, _ROOT, _FIRST_A, "0.5 * np.exp((2.0 - V_b) / beta)"),
+        _worked_answer(_V_A, _V_B, _ROOT, _FIRST_A, "after[1, 1] * np.exp((r[1, 1] - V_b) / beta)"),
         "pi*(b | b), the second token's probability, instead of the whole response's pi*(bb)",
         kind=Kind.PITFALL, names="is pi*(b | b)",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_5b__answer",
-        _worked_answer(_V_A, _V_B, "np.log(0.7 * np.exp(V_a / beta) + 0.3 * np.exp(V_b / beta))",
-                       "0.7 * np.exp(V_a / beta) / np.exp(beta_log_Z)", "0.15 * np.exp(2.0 / beta) / np.exp(beta_log_Z)"),
+        _worked_answer(_V_A, _V_B, "np.log(first[0] * np.exp(V_a / beta) + first[1] * np.exp(V_b / beta))",
+                       "first[0] * np.exp(V_a / beta) / np.exp(beta_log_Z)",
+                       "first[1] * after[1, 1] * np.exp(r[1, 1] / beta) / np.exp(beta_log_Z)"),
         "log Z instead of beta log Z (pi* from it is right)",
         kind=Kind.PITFALL, names="is log Z",
     ),
@@ -309,8 +325,9 @@ token_temperature_probs = power_probs.copy()
     # --- Exercise 11.8(b) ----------------------------------------------------------------------------
     WrongAnswer(
         NOTEBOOK, "ex11_8b__answer",
-        '''beta_equal_mass = (1.6 - 1.0) / np.log(0.02 / 0.24)
-blind = get_scenario("blind_spot")
+        '''ref_blind = blind.model.response_probs()
+bb, cc = blind.model.response_index("bb"), blind.model.response_index("cc")
+beta_equal_mass = (blind.rewards[cc] - blind.rewards[bb]) / np.log(ref_blind[cc] / ref_blind[bb])
 pi_low_beta, _ = tilted_optimum(blind.model.response_probs(), blind.rewards, 0.1)
 true_reward_at_beta_0_1 = float(pi_low_beta @ blind.rewards)
 ''',
@@ -338,14 +355,18 @@ true_reward_at_beta_0_1 = float(pi_low_beta @ blind.rewards)
     # --- Exercise 11.9(a)-(c) ------------------------------------------------------------------------
     WrongAnswer(
         NOTEBOOK, "ex11_9a__answer",
-        '''demo_V_a, demo_V_b, demo_beta_log_Z, demo_pi_star_bb = 0.523, 1.434, 0.892, 0.454
+        '''at_one = TiltingDemo(scenario=variants.scenario("ex11_9a").name, beta=1.0)
+demo_V_a, demo_V_b = at_one.token_view()["a"]["soft_value"], at_one.token_view()["b"]["soft_value"]
+demo_beta_log_Z, demo_pi_star_bb = at_one.readouts()["beta_log_partition"], at_one.response_view()["bb"]["pi_star"]
 ''',
         "read off at beta = 1 instead of 0.5",
         kind=Kind.PITFALL, names="soft values at beta = 1",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_9a__answer",
-        '''demo_V_a, demo_V_b, demo_beta_log_Z, demo_pi_star_bb = 0.634, 1.663, 1.191, 0.770
+        '''at_half = TiltingDemo(scenario=variants.scenario("ex11_9a").name, beta=0.5)
+demo_V_a, demo_V_b = at_half.token_view()["a"]["soft_value"], at_half.token_view()["b"]["soft_value"]
+demo_beta_log_Z, demo_pi_star_bb = at_half.readouts()["beta_log_partition"], at_half.token_view()["b"]["pi_star"]
 ''',
         "pi*(b) (the first token's bar) read as pi*(bb)",
         kind=Kind.BREADTH,
@@ -376,16 +397,18 @@ kl_at_max_T, reward_at_max_T = 0.0, 0.58
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_9c__answer",
-        '''beta_best_true, kl_at_best_true, proxy_at_best_true = 0.241, 1.3, 1.2
-proxy_at_beta_0_1, true_at_beta_0_1 = 1.58, 0.03
+        _BLIND_READOUTS + '''crossing = _readouts(variants.answer("ex11_8b")["beta_equal_mass"])
+beta_best_true, kl_at_best_true, proxy_at_best_true = crossing["beta"], crossing["kl"], crossing["expected_reward"]
+proxy_at_beta_0_1, true_at_beta_0_1 = _readouts(0.1)["expected_reward"], _readouts(0.1)["true_expected_reward"]
 ''',
         "takes the crossover of 11.8(b) for the peak of the true reward",
         kind=Kind.PITFALL, names="below its peak",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_9c__answer",
-        '''beta_best_true, kl_at_best_true, proxy_at_best_true = 0.435, 0.485, 0.891
-proxy_at_beta_0_1, true_at_beta_0_1 = 0.032, 1.580
+        _BLIND_READOUTS + '''peak = _readouts(variants.answer("ex11_9c")["beta_best_true"])
+beta_best_true, kl_at_best_true, proxy_at_best_true = peak["beta"], peak["kl"], peak["expected_reward"]
+true_at_beta_0_1, proxy_at_beta_0_1 = _readouts(0.1)["expected_reward"], _readouts(0.1)["true_expected_reward"]
 ''',
         "the proxy and the true reward at beta = 0.1 swapped",
         kind=Kind.PITFALL, names="swapped",

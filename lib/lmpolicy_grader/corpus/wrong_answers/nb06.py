@@ -14,7 +14,7 @@ def _estimators_answer(k1: str, k2: str, k3: str) -> str:
 
 def _sharp_answer(log_ratio: str, k3: str, std: str) -> str:
     """An 11.4(c) answer cell with the log-ratio, the k3 values and the standard deviations written as given."""
-    return f'''p_sharp = np.array([0.99, 0.01])
+    return f'''p_sharp = p_theta_4
 log_ratio = {log_ratio}
 k1_common, k1_rare = log_ratio
 k3_common, k3_rare = {k3}
@@ -28,14 +28,21 @@ std_k3 = float({std.format(values="k3_values")})
 _STD = "np.sqrt(p_sharp @ ({values} - p_sharp @ {values}) ** 2)"
 
 
-def _batch_answer(p_no_rare: str = "0.99 ** 16", k1_none: str = "-np.log(u_common)",
+def _batch_answer(p_no_rare: str = "p_theta_4[0] ** 16", k1_none: str = "-np.log(u_common)",
                   k3_one: str = "(15 * k3_estimate_none + (u_rare - 1 - np.log(u_rare))) / 16") -> str:
     """An 11.4(d) answer cell with the three given expressions (the k3 estimate without rare tokens is right)."""
     return f'''p_no_rare = {p_no_rare}
-u_common, u_rare = 0.5 / 0.99, 0.5 / 0.01
+u_common, u_rare = p_ref_4 / p_theta_4
 k1_estimate_none = {k1_none}
 k3_estimate_none = u_common - 1 - np.log(u_common)
 k3_estimate_one = {k3_one}
+'''
+
+
+# 11.9(d): the exact KL read off the demo at the student's own setting, as a student would
+_READ_TRUE_KL = '''yours_9d = variants.for_exercise("ex11_9d")
+sharp_demo = KLEstimatorDemo(x=yours_9d.x, tokens_per_estimate=16, reference="chapter" if yours_9d.chapter else "yours")
+true_kl = sharp_demo.readouts()["exact_kl"]
 '''
 
 
@@ -106,36 +113,36 @@ WRONG_ANSWERS = [
     # --- Exercise 11.4(c), (d) -----------------------------------------------------------------------
     WrongAnswer(
         NOTEBOOK, "ex11_4c__answer",
-        '''kl_exact = 0.99 * np.log(0.99 / 0.5) + 0.01 * np.log(0.01 / 0.5)
-k1_common, k1_rare = np.log(0.99 / 0.5), np.log(0.01 / 0.5)
-k3_common, k3_rare = 0.5 / 0.99 - 1 - k1_common, 0.5 / 0.01 - 1 - k1_rare
-std_k1 = float(np.sqrt(0.99 * 0.01) * (k1_common - k1_rare))
-std_k3 = float(np.sqrt(0.99 * 0.01) * (k3_rare - k3_common))
+        '''kl_exact = float(p_theta_4 @ np.log(p_theta_4 / p_ref_4))
+k1_common, k1_rare = np.log(p_theta_4 / p_ref_4)
+k3_common, k3_rare = p_ref_4 / p_theta_4 - 1 - np.log(p_theta_4 / p_ref_4)
+std_k1 = float(np.sqrt(p_theta_4.prod()) * (k1_common - k1_rare))
+std_k3 = float(np.sqrt(p_theta_4.prod()) * (k3_rare - k3_common))
 ''',
         "k3 = u - 1 - l instead of u - 1 + l (the sign of the log term)",
         kind=Kind.PITFALL, names="wrong sign on the log term",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_4c__answer",
-        _sharp_answer("np.log(p_sharp / 0.5)", "np.exp(-log_ratio) - 1 + log_ratio", "np.sqrt(p_sharp @ {values} ** 2)"),
+        _sharp_answer("np.log(p_sharp / p_ref_4)", "np.exp(-log_ratio) - 1 + log_ratio", "np.sqrt(p_sharp @ {values} ** 2)"),
         "root mean square instead of standard deviation (the mean is not subtracted)",
         kind=Kind.PITFALL, names="subtract the mean",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_4c__answer",
-        _sharp_answer("np.log(0.5 / p_sharp)", "np.exp(-log_ratio) - 1 + log_ratio", _STD),
+        _sharp_answer("np.log(p_ref_4 / p_sharp)", "np.exp(-log_ratio) - 1 + log_ratio", _STD),
         "the log-ratio upside down, log(pi_ref / pi_theta): the 'KL' comes out negative",
         kind=Kind.PITFALL, names="a KL is never negative",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_4c__answer",
-        _sharp_answer("np.log10(p_sharp / 0.5)", "0.5 / p_sharp - 1 + log_ratio", _STD),
+        _sharp_answer("np.log10(p_sharp / p_ref_4)", "p_ref_4 / p_sharp - 1 + log_ratio", _STD),
         "base-10 logs, with u = pi_ref / pi_theta computed directly",
         kind=Kind.PITFALL, names="natural log",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_4d__answer",
-        _batch_answer(p_no_rare="1 - 0.99 ** 16"),
+        _batch_answer(p_no_rare="1 - p_theta_4[0] ** 16"),
         "the probability of at least one rare token instead of none",
         kind=Kind.PITFALL, names="at least one",
     ),
@@ -147,7 +154,7 @@ std_k3 = float(np.sqrt(0.99 * 0.01) * (k3_rare - k3_common))
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_4d__answer",
-        _batch_answer(k1_none="0.99 * -np.log(u_common) + 0.01 * -np.log(u_rare)"),
+        _batch_answer(k1_none="p_theta_4 @ -np.log(p_ref_4 / p_theta_4)"),
         "the k1 estimate of a batch without rare tokens taken as the exact KL",
         kind=Kind.BREADTH,
     ),
@@ -167,7 +174,7 @@ std_k3 = float(np.sqrt(0.99 * 0.01) * (k3_rare - k3_common))
     # --- Exercise 11.9(d) ----------------------------------------------------------------------------
     WrongAnswer(
         NOTEBOOK, "ex11_9d__answer",
-        '''fraction_k3_below_kl = 0.5
+        _READ_TRUE_KL + '''fraction_k3_below_kl = 0.5
 smallest_std = "k3"
 smaller_std_of_k1_k3 = "k3"
 ''',
@@ -176,7 +183,8 @@ smaller_std_of_k1_k3 = "k3"
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_9d__answer",
-        '''fraction_k3_below_kl = 0.70
+        _READ_TRUE_KL + '''sharp_demo.draw(4000)
+fraction_k3_below_kl = sharp_demo.readouts()["k3_below_kl_share"]
 smallest_std = "k3"
 smaller_std_of_k1_k3 = "k3"
 ''',
