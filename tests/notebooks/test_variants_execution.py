@@ -18,7 +18,8 @@ from .notebook_tools import (HIDDEN_TESTS, SOURCE_DIR, client, exercise_key, gra
 pytestmark = pytest.mark.slow
 
 # The varying exercises of each notebook, and what their answer cells set (the variants' answer names)
-NOTEBOOKS = {"01_policy_softmax": ("ex11_1a",), "05_tilted_optimum": ("ex11_5b", "ex11_8b", "ex11_9a", "ex11_9c"),
+NOTEBOOKS = {"01_policy_softmax": ("ex11_1a",), "02_temperature": ("ex11_2b",),
+             "05_tilted_optimum": ("ex11_5b", "ex11_8b", "ex11_9a", "ex11_9c"),
              "06_kl_estimators": ("ex11_4c", "ex11_4d", "ex11_9d")}
 STUDENTS = ("student-a", "student-b")
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
@@ -71,7 +72,6 @@ def test_two_students_get_their_own_answers_which_pass_their_own_visible_checks_
                     if grade_id(c) and exercise_key(c) in keys and c.metadata.get("nbgrader", {}).get("solution")
                     and c.cell_type == "code"]
     computed, problems = {}, []
-    runners = {}
     for student in STUDENTS:  # run each student's notebook, with the visible checks only, as the release has them
         nb = read(SOURCE_DIR / f"{name}.ipynb")
         runner = client(nb)
@@ -83,11 +83,10 @@ def test_two_students_get_their_own_answers_which_pass_their_own_visible_checks_
                 error = run_cell(runner, cell, i)
                 assert error is None, f"{name} as {student}: cell {i} fails ({error}):\n{error_text(cell)}"
             computed[student] = read_answers(runner, len(pristine) - 1, keys)
-            runners[student] = None
             # the other students' numbers and the chapter's, typed into this student's answer cells
             for other in [s for s in STUDENTS if s != student] + [None]:
                 for key in keys:
-                    given = (variants.answer(key, other) if other else variants.answer(key, None))
+                    given = variants.answer(key, other)
                     typed = "\n".join(f"{n} = {given[n]!r}" for n in numeric_names(key))
                     last_answer = max(i for i, c in answer_cells if exercise_key(c) == key)
                     cell = nbformat.v4.new_code_cell(typed)

@@ -85,8 +85,8 @@ class KLEstimatorDemo(WidgetDemo):
         Exercise 11.9(d) (``lmpolicy.variants``); "yours" needs a student id.
 
     Controls (after ``widget`` or ``show()``): ``x_slider``, ``tokens_selector``, ``play`` (with
-    ``play_label`` beside it), ``draw_button``, ``reset_button``, and with a student id ``reference_selector``. Setting their ``value`` (or clicking) updates the demo exactly
-    as in JupyterLab.
+    ``play_label`` beside it), ``draw_button``, ``reset_button``, and with a student id
+    ``reference_selector``. Setting their ``value`` (or clicking) updates the demo exactly as in JupyterLab.
     """
 
     def __init__(self, x: float = KL_DEMO_DEFAULT_X, tokens_per_estimate: int = 16, seed: int = 0,
