@@ -77,6 +77,11 @@ UNAVAILABLE: dict[str, dict[str, tuple[str, ...]]] = {
 
 # notebook -> function of UNAVAILABLE[notebook] -> why the notebook's own cells need it in the grading kernel.
 GIVEN: dict[str, dict[str, str]] = {
+    "01_policy_softmax": {
+        f"{TEMPERATURE}:softmax": "the set-up cell imports lmpolicy.exact.temperature and the first demo prints "
+                                  "temperature.softmax(z), whose pi the demo of Exercise 11.1(a) reads",
+        f"{TEMPERATURE}:log_softmax": "temperature.softmax is built on it",
+    },
     "04_two_mdp_views": {
         f"{TILTING}:expected_reward": "the demo after the set-up cell prints E_ref[r] with tilting.expected_reward",
         f"{KL}:kl": "kl.chain_rule_kl and tilting.tilted_optimum (the notebook's demos) are built on it",

@@ -40,8 +40,9 @@ OPAQUE_CALLS = {"exec", "eval", "compile", "__import__", "globals", "vars", "loc
                 "FunctionType", "CodeType", "LambdaType", "MethodType", "run_path", "run_module", "reload"}
 OPAQUE_ATTRIBUTES = {"__code__", "__globals__", "__dict__", "__builtins__", "__getattribute__", "__closure__",
                      "__func__", "__wrapped__", "__self__", "__file__", "__loader__", "__spec__", "__subclasses__",
-                     "__reduce__", "__reduce_ex__", "f_globals", "f_locals", "f_back", "user_ns"}
-# (Reading a file is not opaque in itself: running what it holds needs exec, compile or an import, which are.)
+                     "__reduce__", "__reduce_ex__", "__defaults__", "__kwdefaults__", "f_globals", "f_locals", "f_back",
+                     "user_ns"}
+# (open() is refused; os or pathlib reads are not, since running what they read needs exec, compile or an import.)
 OPAQUE_MODULES = {"importlib", "inspect", "marshal", "pickle", "dill", "cloudpickle", "ctypes", "gc", "runpy",
                   "code", "codeop", "builtins", "dis", "linecache"}
 # IPython's history of inputs and outputs: Out[3] may hold torch.softmax, shown by an earlier cell.

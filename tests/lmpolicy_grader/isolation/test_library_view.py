@@ -90,6 +90,8 @@ def test_what_a_notebook_needs_in_the_grading_kernel_stays_and_says_why():
     strictest = library_view.unavailable(None)
     assert "lmpolicy.exact.kl:kl_estimates" in strictest and "lmpolicy.exact.tilting:tilted_optimum" in strictest
     assert library_view.unavailable("03_three_stages") == {}
+    assert set(library_view.unavailable("01_policy_softmax")) == {
+        "lmpolicy.tinylm.logprobs:sequence_logprob", "lmpolicy.tinylm.logprobs:response_logprobs"}
 
 
 def test_a_view_is_built_once_per_library_source_and_notebook():

@@ -9,6 +9,13 @@ output) change nothing now. Attacks on the channel itself (a kernel that never a
 that cannot be encoded, a function that never returns, one that rewrites the test's inputs) cost their exercise, with a reason, and a
 kernel that dies inside a call fails its notebook, with the reason; a copied library code object
 earns nothing, named plainly or reached by a computed name.
+
+The library's own answers (issue 20): the grading kernel's lmpolicy is a view without them
+(``isolation.library_view``) and the no-credit rule reads the source on the trusted side, so a
+reference to torch.softmax taken by a computed name, a copy of a library function's code object behind
+a wrapper, ``exec`` of the library module's source or of its file, and the same after neutering what used
+to guard the submission's own process each earn 0 on the exercise they cheated, with the reason, while
+the reference and a blank submission keep their exact scores.
 """
 from __future__ import annotations
 
@@ -127,7 +134,38 @@ CHANNEL_ATTACKS = {
         "def softmax(logits, dim=-1):\n    pass\n"
         "_library = getattr(F, 'soft' + 'max')\n"
         "softmax.__code__, softmax.__defaults__ = _library.__code__, _library.__defaults__\n",
-        "runs the code of torch.nn.functional.softmax"),
+        "reaches code by a way the grader cannot check"),
+}
+# The library's own answers reached without a literal name (issue 20): (answer cell, its new source, the
+# reason its test must show). Each would score its exercise's every point if nothing stopped it.
+_LOGPROB_BY = "\ndef sequence_logprob(token_probs):\n    return {f}(torch.log(token_probs), torch.ones_like(token_probs))\n"
+LIBRARY_CHEATS = {
+    "computed_name_reference": ("nb01_softmax__answer",
+                                "import torch\n_sm = getattr(torch, 'soft' + 'max')  # taken when the cell runs\n"
+                                "def softmax(logits, dim=-1):\n    return _sm(logits, dim=dim)\n",
+                                "getattr with a computed name"),
+    "wrapped_code_copy": ("ex11_1a__sequence_logprob",
+                          "import types, torch\nfrom lmpolicy.tinylm import logprobs as _lp\n"
+                          "_copy = types.FunctionType(getattr(_lp, 'sequence_' + 'logprob').__code__, _lp.__dict__)\n"
+                          + _LOGPROB_BY.format(f="_copy"), "reaches code by a way the grader cannot check"),
+    "exec_of_getsource": ("ex11_1a__sequence_logprob",
+                          "import inspect, torch\nfrom lmpolicy.tinylm import logprobs as _lp\n_ns = {}\n"
+                          "exec(inspect.getsource(_lp), _ns)\n" + _LOGPROB_BY.format(f="_ns['sequence_' + 'logprob']"),
+                          "reaches code by a way the grader cannot check"),
+    "read_of_the_library_file": ("ex11_1a__sequence_logprob",
+                                 "import torch\nfrom lmpolicy.tinylm import logprobs as _lp\n_ns = {}\n"
+                                 "exec(open(_lp.__file__).read(), _ns)\n"
+                                 + _LOGPROB_BY.format(f="_ns['sequence_' + 'logprob']"),
+                                 "reaches code by a way the grader cannot check"),
+    # what guarded the submission's own process before (blocks during the call, the copied-code report),
+    # neutered: there is nothing left there to neuter
+    "disabled_call_server": ("ex11_1a__sequence_logprob",
+                             "import contextlib, torch\nfrom lmpolicy import checks as _c\n"
+                             "from lmpolicy_grader.trusted_tests import call_server as _cs\n"
+                             "_c.no_library_shortcut = lambda *functions: contextlib.nullcontext()\n"
+                             "_cs.copied_library_code = lambda *args: None\n"
+                             "from lmpolicy.tinylm.logprobs import sequence_logprob as _library\n"
+                             + _LOGPROB_BY.format(f="_library"), "uses the library's sequence_logprob"),
 }
 SOFTMAX_CELL, LOGPROB_CELL = "nb01_softmax__answer", "ex11_1a__sequence_logprob"
 SOFTMAX_TESTS, LOGPROB_TESTS = "nb01_softmax__tests", "ex11_1a__tests"
@@ -151,6 +189,9 @@ def hostile_class(tmp_path_factory, repo_root):
                     "def sequence_logprob(token_probs):\n    pass\n"
                     "sequence_logprob.__code__ = _lp.sequence_logprob.__code__\n")
     submissions["copied_logprob"] = tiny_course.replace_answer(nbformat.from_dict(reference), LOGPROB_CELL, logprob_copy)
+    for name, (cell, answer, _) in LIBRARY_CHEATS.items():
+        submissions[name] = tiny_course.replace_answer(nbformat.from_dict(reference), cell, answer)
+    submissions["blank"] = nbformat.read(root / "release" / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4)
     submissions["dies_in_a_call"] = tiny_course.replace_answer(
         nbformat.from_dict(reference), SOFTMAX_CELL, "import os\ndef softmax(logits, dim=-1):\n    os._exit(1)\n")
     for student, nb in submissions.items():
@@ -178,6 +219,10 @@ def test_the_reference_earns_every_point(hostile_class):
     root, outcomes = hostile_class
     assert outcomes["reference"].status == Status.GRADED, outcomes["reference"].reason
     assert _scores(root, "reference") == {SOFTMAX_TESTS: 2.0, LOGPROB_TESTS: 3.0}
+    # the notebook's own cells found every library function they need in the grading kernel's view
+    nb = nbformat.read(root / "autograded" / "reference" / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4)
+    errors = [f"{o.ename}: {o.evalue}" for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert errors == []
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
@@ -209,3 +254,23 @@ def test_a_copied_library_code_object_earns_nothing(hostile_class):
     root, outcomes = hostile_class
     assert _scores(root, "copied_logprob") == {SOFTMAX_TESTS: 2.0, LOGPROB_TESTS: 0.0}
     assert "LibraryShortcutUsed" in _error_of(root, "copied_logprob", LOGPROB_TESTS)
+
+
+def test_a_blank_submission_keeps_its_exact_score(hostile_class):
+    root, outcomes = hostile_class
+    assert outcomes["blank"].status == Status.GRADED, outcomes["blank"].reason
+    assert _scores(root, "blank") == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 0.0}
+
+
+@pytest.mark.parametrize("cheat", sorted(LIBRARY_CHEATS))
+def test_the_librarys_own_answer_reached_any_way_earns_nothing_on_what_it_cheated(hostile_class, cheat):
+    """Issue 20's cheats: 0 on the exercise cheated, with the reason; the other exercise keeps its points."""
+    root, outcomes = hostile_class
+    cell, _, reason = LIBRARY_CHEATS[cheat]
+    assert outcomes[cheat].status == Status.GRADED, outcomes[cheat].reason
+    cheated = SOFTMAX_TESTS if cell == SOFTMAX_CELL else LOGPROB_TESTS
+    honest = LOGPROB_TESTS if cheated == SOFTMAX_TESTS else SOFTMAX_TESTS
+    scores = _scores(root, cheat)
+    assert scores == {cheated: 0.0, honest: 2.0 if honest == SOFTMAX_TESTS else 3.0}
+    error = _error_of(root, cheat, cheated)
+    assert "LibraryShortcutUsed" in error and reason in error, error
