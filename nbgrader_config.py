@@ -30,6 +30,7 @@ from lmpolicy_grader.preprocessors.collapse_check_cells import CollapseCheckCell
 from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells, SaveAutoGradesWhole)
 from lmpolicy_grader.preprocessors.hide_output_after_first_test import HideOutputAfterFirstTest
+from lmpolicy_grader.preprocessors.show_student_parameters import ShowStudentParameters
 from lmpolicy_grader.preprocessors.show_pending_grades import PENDING_AWARE_FILTERS, ShowPendingGrades
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
@@ -86,6 +87,7 @@ c.Autograde.autograde_preprocessors = [
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,
+    ShowStudentParameters,  # each varying exercise's parameters for the folder's student, not what the kernel printed
     SaveAutoGradesWhole,   # one transaction per notebook: its grades are stored whole or not at all
     AssignLatePenalties,
     CheckCellMetadata,
@@ -121,7 +123,7 @@ c.ExportApp.plugin_class = StatusCsvExportPlugin
 # --- feedback: no hidden tests, no hidden assertion lines in tracebacks; an answer not graded yet
 # reads "not graded yet", not 0 (the filters let the feedback template print that text)
 c.GenerateFeedback.preprocessors = [GetGrades, ShowPendingGrades, HideHiddenTests, HideOutputAfterFirstTest,
-                                     CSSHTMLHeaderPreprocessor]
+                                     ShowStudentParameters, CSSHTMLHeaderPreprocessor]
 c.GenerateFeedback.exporter_class = FeedbackHTMLExporter  # nbconvert's HTML, its templates compiled once per worker
 
 # --- feedback formulas without internet: nbgrader's feedback template loads MathJax from a CDN, so a class on a
