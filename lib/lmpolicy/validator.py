@@ -23,6 +23,7 @@ import re
 import sys
 import textwrap
 
+import nbformat
 from nbconvert.filters import ansi2html, strip_ansi
 from nbgrader import utils
 from nbgrader.validator import Validator
@@ -112,15 +113,45 @@ def verdict(cell, notebook) -> str:
     return "\n".join(lines) if lines else ""
 
 
+PARAMETERS = "__parameters"  # the grade id of a varying exercise's cell that shows the student's numbers
+
+
+def saved_variant_mismatch(notebook) -> str | None:
+    """The ✗ line for a notebook whose saved parameter cells show numbers other than this student's (the notebook
+    was worked on under another id, or none); None when each shown variant is the one the id here gives."""
+    from lmpolicy import variants
+
+    for cell in notebook.cells:
+        grade_id = (cell.metadata.get("nbgrader") or {}).get("grade_id", "")
+        key = grade_id.removesuffix(PARAMETERS)
+        if cell.cell_type != "code" or not grade_id.endswith(PARAMETERS) or key not in variants.VARYING:
+            continue
+        shown = [out.get("data", {}).get("text/plain") or out.get("text", "") for out in cell.get("outputs", [])]
+        shown = [text if isinstance(text, str) else "".join(text) for text in shown]
+        if shown and variants.describe(key) not in shown:
+            saved_id = re.search(r"student id `([^`]+)`", " ".join(shown))
+            whose = f"student id {saved_id.group(1)!r}" if saved_id else "the chapter (no student id)"
+            now = variants.student_id()
+            return (f"{MARK} The numbers saved in this notebook belong to {whose}, but here "
+                    + (f"your id is {now!r}" if now else "no student id is set (the chapter's numbers)")
+                    + ", and the grader uses the id of the folder you hand in from. Run the notebook again from the "
+                    "top and redo the numeric exercises with the parameters it then shows.")
+    return None
+
+
 class VerdictValidator(Validator):
-    """nbgrader's Validator, reporting each failing cell by its exercise's name and its verdict."""
+    """nbgrader's Validator, reporting each failing cell by its exercise's name and its verdict; first of all,
+    numbers saved for a student other than the one this id gives."""
 
     def validate(self, filename: str):
         self._notebook, self._reported = None, {}
+        mismatch = saved_variant_mismatch(nbformat.read(filename, as_version=nbformat.NO_CONVERT))
         results = super().validate(filename)
         for kind in ("failed", "changed"):  # in the order nbgrader listed the cells
             for entry, cell in zip(results.get(kind, []), self._reported.get(kind, [])):
                 entry["source"] = cell_name(cell, self._notebook)
+        if mismatch and not self.invert and "type_changed" not in results:
+            results.setdefault("failed", []).insert(0, {"source": "Your own numbers", "raw_error": mismatch})
         for entry in results.get("failed", []):  # the dialog shows "error" as it is: wrapped to fit it
             entry["error"] = ansi2html(wrap(entry["raw_error"], DIALOG_WIDTH))
         return results

@@ -123,3 +123,41 @@ def test_validate_names_the_cell_that_raised_before_defining_what_a_check_needs(
     assert ANSI.sub("", first["raw_error"]) == (
         "\u2717 NameError: name 'softmax' is not defined: the cell above that defines softmax raised ValueError "
         "before it got there (its error is in its output)")
+
+
+def _parameters_notebook(path, saved_for: str | None):
+    """A notebook of one varying exercise's parameters cell, saved as it ran for the id ``saved_for``."""
+    from lmpolicy import variants
+    cell = nbformat.v4.new_code_cell('from lmpolicy import variants\nvariants.show("ex11_2b")')
+    cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": True, "grade_id": "ex11_2b__parameters",
+                                 "schema_version": 3}
+    text = variants.describe("ex11_2b", saved_for)
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": text, "text/plain": text})]
+    notebook = nbformat.v4.new_notebook(cells=[cell], metadata={"kernelspec": {"name": "python3", "language": "python",
+                                                                               "display_name": "Python 3"}})
+    nbformat.write(notebook, path)
+    return path
+
+
+@pytest.mark.parametrize("saved_for, here, says", [
+    ("alice", "bob", "belong to student id 'alice', but here your id is 'bob'"),
+    (None, "bob", "belong to the chapter (no student id), but here your id is 'bob'"),
+    ("alice", None, "belong to student id 'alice', but here no student id is set"),
+])
+def test_validate_warns_when_the_saved_numbers_belong_to_another_id(saved_for, here, says, monkeypatch, tmp_path):
+    if here is None:
+        monkeypatch.delenv("LMPOLICY_STUDENT_ID", raising=False)
+    else:
+        monkeypatch.setenv("LMPOLICY_STUDENT_ID", here)
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    monkeypatch.delenv("LMPOLICY_VARIANTS", raising=False)
+    results = validate(_parameters_notebook(tmp_path / "mine.ipynb", saved_for), monkeypatch, tmp_path)
+    (first,) = results["failed"]
+    assert first["source"] == "Your own numbers" and says in first["raw_error"], first
+    assert "alice" not in first["raw_error"] or saved_for == "alice"
+
+
+def test_validate_says_nothing_of_numbers_saved_for_this_very_id(monkeypatch, tmp_path):
+    monkeypatch.setenv("LMPOLICY_STUDENT_ID", "alice")
+    monkeypatch.delenv("LMPOLICY_VARIANTS", raising=False)
+    assert validate(_parameters_notebook(tmp_path / "mine.ipynb", "alice"), monkeypatch, tmp_path) == {}
