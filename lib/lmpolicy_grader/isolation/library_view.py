@@ -246,7 +246,7 @@ def install(view_folder: Path, target: Path) -> None:
         if source.is_dir():
             placed.mkdir(mode=0o755, exist_ok=True)
             continue
-        if placed.is_file() and not placed.is_symlink() and filecmp.cmp(source, placed, shallow=False):
+        if placed.is_file() and not placed.is_symlink() and filecmp.cmp(source, placed, shallow=True):
             continue
         staging = placed.with_name(f".{placed.name}.new")
         try:
