@@ -19,9 +19,9 @@ SET_student  := requirements.txt
 SET_grader   := $(SET_student) requirements-grader.txt
 SET_hub      := $(SET_grader) requirements-hub.txt
 SET_test     := $(SET_hub) requirements-test.txt
-STUDENT      := $(VENV)/.installed
+STUDENT_VENV := $(VENV)/.installed
 GRADER       := $(VENV)/.pins-grader
-EVERYTHING   := $(STUDENT) $(VENV)/.pins-test node_modules/.installed
+EVERYTHING   := $(STUDENT_VENV) $(VENV)/.pins-test node_modules/.installed
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,12 +34,12 @@ $(VENV)/.pins-%: $$(SET_$$*) | $(VENV)/bin/python
 
 # the student's set, then this package (lib/: lmpolicy and lmpolicy_grader), editable; pyproject.toml
 # holds its entry points, so a change there reinstalls the package, never the pins
-$(STUDENT): $(VENV)/.pins-student pyproject.toml
+$(STUDENT_VENV): $(VENV)/.pins-student pyproject.toml
 	$(PIP) --no-deps --no-build-isolation -e .
 	touch $@
 
 # each larger set after the one beneath it: never two pip processes in one venv (make -j)
-$(VENV)/.pins-grader: | $(STUDENT)
+$(VENV)/.pins-grader: | $(STUDENT_VENV)
 $(VENV)/.pins-hub: | $(VENV)/.pins-grader
 $(VENV)/.pins-test: | $(VENV)/.pins-hub
 
@@ -48,7 +48,7 @@ node_modules/.installed: package.json package-lock.json
 	npm install --no-audit --no-fund --loglevel=error
 	touch $@
 
-install: $(STUDENT)
+install: $(STUDENT_VENV)
 install-all: $(EVERYTHING)
 
 # Extra server flags (tests/browser starts these same targets with --no-browser, a port and a token).
@@ -64,13 +64,14 @@ work-copy:
 	    test -e "$(CH11_COPY)/$${notebook##*/}" || cp "$$notebook" "$(CH11_COPY)/"; done
 
 # A student's JupyterLab: nbgrader's Validate, but not the instructor's tools (jupyter-config/student).
-lab: $(VENV)/.installed work-copy
-	$(if $(filter command line,$(origin STUDENT)),LMPOLICY_STUDENT_ID="$(STUDENT)") JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
+# `make lab STUDENT=<id>`: the student's own numbers in the numeric exercises (lib/lmpolicy/variants.py)
+lab: $(STUDENT_VENV) work-copy
+	$(if $(STUDENT),LMPOLICY_STUDENT_ID="$(STUDENT)") JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	LMPOLICY_WORK_DIR="$(CURDIR)/$(CH11_COPY)" \
 	$(JUPYTER_LAB) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
 # The instructor's JupyterLab: nbgrader's Formgrader, Create Assignment and Assignment List as installed.
-instructor: $(STUDENT) $(GRADER)
+instructor: $(STUDENT_VENV) $(GRADER)
 	$(JUPYTER_LAB) $(LAB_ARGS)
 
 test: $(EVERYTHING)
@@ -80,7 +81,7 @@ test-fast: $(EVERYTHING)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 # nbgrader alone: nbgrader_config.py imports no grader-only package (tests/test_environment.py)
-release: $(STUDENT)
+release: $(STUDENT_VENV)
 	cd $(CURDIR) && $(BIN)/nbgrader generate_assignment ch11 --force --log-level=WARN
 
 # One notebook checked after a change (docs/instructors.md, "Adding an exercise"): its facts, then its release,
@@ -93,7 +94,7 @@ check-notebook: $(EVERYTHING)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests/notebooks tests/lmpolicy_grader/scenarios/test_ch11_corpus.py \
 	    -k "$$($(BIN)/python -m lmpolicy.catalogue pytest-k $(NB))"
 
-grade: $(STUDENT) $(GRADER)
+grade: $(STUDENT_VENV) $(GRADER)
 	$(BIN)/python -m lmpolicy_grader grade
 
 bench: $(EVERYTHING)

@@ -93,11 +93,17 @@ def test_the_students_environment_holds_none_of_the_graders_the_hubs_or_the_test
     assert NOT_FOR_STUDENTS <= everything  # the other sets do install them
 
 
-def _make_dry_run(target: str) -> str:
+def _make_dry_run(target: str, *variables: str) -> str:
     """What `make <target>` runs on a clean clone (-B: as if nothing were installed yet), without running it."""
-    result = subprocess.run(["make", "--no-print-directory", "-n", "-B", target], cwd=ROOT,
+    result = subprocess.run(["make", "--no-print-directory", "-n", "-B", target, *variables], cwd=ROOT,
                             capture_output=True, text=True, check=True)
     return result.stdout
+
+
+def test_make_lab_with_a_student_id_installs_as_without_and_starts_the_lab_with_that_id():
+    with_id, without = _make_dry_run("lab", "STUDENT=alice"), _make_dry_run("lab")
+    assert 'LMPOLICY_STUDENT_ID="alice"' in with_id and "LMPOLICY_STUDENT_ID" not in without
+    assert with_id.replace('LMPOLICY_STUDENT_ID="alice" ', "") == without
 
 
 @pytest.mark.parametrize("target", ["lab", "install"])
