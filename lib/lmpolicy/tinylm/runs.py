@@ -41,8 +41,11 @@ class Budget:
     max_updates: int = 400  # the run trains for this many updates (fewer if it stops at the target)
     eval_every_updates: int = 10  # measured on the held-out problems every this many updates, and at the end
     stop_at_target: bool = True  # stop at the first measurement that reaches both held-out targets
-    target_greedy: float = 0.95
-    target_sampled: float = 0.90
+    # The targets: from the shipped checkpoint (greedy 0.796, sampled 0.558) notebook 08's REINFORCE run reaches
+    # them in about 130 updates. 0.95 and 0.90 take it about 240 updates, most of them spent on the last two
+    # points of greedy accuracy: twice the notebook's time for the same lesson (bench/bench_notebook08.py).
+    target_greedy: float = 0.93
+    target_sampled: float = 0.85
     heldout_measured: int = 1_000  # how many of the held-out problems each measurement uses (all by default)
 
     def __post_init__(self):

@@ -20,7 +20,7 @@ from lmpolicy.tinylm.runs import Budget, Run, RunResult, start_run, train_from_c
 
 @dataclass
 class SFTRecipe(Budget):
-    max_updates: int = 1_500  # an update here is one cheap step on 256 examples: about 500 reach the targets
+    max_updates: int = 1_500  # an update here is one cheap step on 256 examples: a few hundred reach the targets
     eval_every_updates: int = 50
     seed: int = 1  # the shipped checkpoint's examples were drawn with seed 0: these are new ones
     n_examples: int = 100_000
