@@ -136,7 +136,7 @@ def active_cell(page) -> int:
 def select(page, index: int, step_down: bool) -> None:
     """Make cell ``index`` the active one: a click on its prompt, or with ``step_down`` from the keyboard, Shift+Enter
     over the markdown cells between, as a student steps from an answer to its check (a click on a collapsed check
-    cell would expand it, and j, JupyterLab's next-cell key, skips it)."""
+    cell would expand it; j, JupyterLab's next-cell key, went from the hint past the check here)."""
     if step_down:
         for _ in range(3):
             page.wait_for_function("() => document.querySelector('.jp-Notebook .jp-Cell.jp-mod-active') !== null")
@@ -155,18 +155,20 @@ def select(page, index: int, step_down: bool) -> None:
 
 
 def run_cell(page, index: int, step_down: bool = False, attempts: int = 4) -> None:
-    """Select cell ``index`` and run it with Shift+Enter; wait until it has run.
+    """Select cell ``index`` and run it with Shift+Enter; wait until it has run (``step_down``: the caller waits).
 
     Shift+Enter is repeated until the cell is really queued: while the kernel is still connecting JupyterLab can
     drop the request without a word (the prompt stays as it was), as tests/browser/conftest.py's run_all_cells says."""
     from playwright.sync_api import expect
 
+    if step_down:  # a collapsed cell shows no prompt to watch: the caller waits for its output
+        select(page, index, step_down)
+        page.keyboard.press("Shift+Enter")
+        return
     prompt = cell(page, index).locator(".jp-InputPrompt").first
     before = prompt.inner_text().strip()
     for attempt in range(attempts):
-        if attempt:
-            step_down = False  # Shift+Enter moved on to the next cell: back by a click
-        select(page, index, step_down)
+        select(page, index, step_down=False)
         page.keyboard.press("Shift+Enter")
         try:
             expect(prompt).not_to_have_text(before, timeout=10_000)
@@ -184,7 +186,9 @@ def run_answer_and_check(page, answer: int, check: int, value: str, contains: st
     run_cell(page, answer)  # Shift+Enter in command mode: the answer runs and the next cell (the hint) is active
     run_cell(page, check, step_down=True)
     shown = output_of(page, check, contains, screenshot.with_name(screenshot.stem + "-output.png"))
-    cell(page, answer).scroll_into_view_if_needed()  # the student's view: the answer and, below it, the check
+    assert cell(page, check).locator(".jp-InputPlaceholder").count(), "the check cell's code is no longer collapsed"
+    # the window as the student sees it: the answer, the collapsed check and its verdict
+    cell(page, check).locator(".jp-OutputArea").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot))
     return shown
 
