@@ -43,7 +43,9 @@ def expected_name(cell) -> re.Pattern:
                      exercise.title or "")
 
 
-@pytest.mark.parametrize("name", NOTEBOOK_NAMES)
+# Notebook 08 trains for minutes under Validate; that its source passes every check under the grader and as a
+# student runs it is test_execution's. The Validator's "nothing failed" is shown on the other seven.
+@pytest.mark.parametrize("name", [name for name in NOTEBOOK_NAMES if name != "08_tinylm_reinforce"])
 def test_source_notebook_passes_validation(name, monkeypatch, tmp_path):
     results = validate(SOURCE_DIR / f"{name}.ipynb", monkeypatch, tmp_path)
     assert results == {}, f"{name}: {[r.get('raw_error', r)[:500] for r in results.get('failed', [])]}"
