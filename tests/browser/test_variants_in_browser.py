@@ -194,8 +194,8 @@ def run_answer_and_check(page, answer: int, check: int, value: str, contains: st
 
 
 def open_at_the_exercise(page, lab_server, path: str, notebook: Path) -> tuple[int, int, int]:
-    """Open the notebook, run its imports and Exercise 11.2(b)'s parameters cell; the parameters cell's text and
-    the indices of the answer and check cells."""
+    """Open the notebook, run its imports and Exercise 11.2(b)'s parameters cell; the indices of the parameters,
+    answer and check cells."""
     open_in_lab(page, lab_server, path)
     run_cell(page, cell_index(notebook, SETUP))
     parameters = cell_index(notebook, PARAMETERS)
