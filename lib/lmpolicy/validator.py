@@ -126,7 +126,8 @@ def saved_variant_mismatch(notebook) -> str | None:
         key = grade_id.removesuffix(PARAMETERS)
         if cell.cell_type != "code" or not grade_id.endswith(PARAMETERS) or key not in variants.VARYING:
             continue
-        shown = [out.get("data", {}).get("text/plain") or out.get("text", "") for out in cell.get("outputs", [])]
+        shown = [out.get("data", {}).get("text/markdown") or out.get("data", {}).get("text/plain") or out.get("text", "")
+                 for out in cell.get("outputs", [])]  # variants.show displays markdown; its text/plain is a repr
         shown = [text if isinstance(text, str) else "".join(text) for text in shown]
         if shown and variants.describe(key) not in shown:
             saved_id = re.search(r"student id `([^`]+)`", " ".join(shown))

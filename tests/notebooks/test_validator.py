@@ -134,7 +134,8 @@ def _parameters_notebook(path, saved_for: str | None):
     cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": True, "grade_id": "ex11_2b__parameters",
                                  "schema_version": 3}
     text = variants.describe("ex11_2b", saved_for)
-    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": text, "text/plain": text})]
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": text,  # as IPython saves Markdown
+                                                                 "text/plain": "<IPython.core.display.Markdown object>"})]
     notebook = nbformat.v4.new_notebook(cells=[cell], metadata={"kernelspec": {"name": "python3", "language": "python",
                                                                                "display_name": "Python 3"}})
     nbformat.write(notebook, path)
