@@ -31,6 +31,7 @@ from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.grading import grade_class
 from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy_grader.class_grading.status import Status
+from lmpolicy_grader.trusted_tests.runner import HIDDEN_TESTS
 
 from .. import tiny_course
 
@@ -62,8 +63,9 @@ ATTACKS = {
     "tracer": (
         "import sys, threading\n"
         "def _skip_checks(frame, event, arg):\n"
-        "    # jump every line of a check function to its end, where a passing check returns\n"
-        "    if event == 'line' and frame.f_code.co_name.startswith(('check', '_fail')):\n"
+        "    # jump every line of a check function (lmpolicy.checks) to its end, where a passing check returns\n"
+        "    if event == 'line' and frame.f_code.co_name.startswith(('check', '_fail'))\\\n"
+        "            and frame.f_code.co_filename.endswith('checks.py'):\n"
         "        try:\n"
         "            frame.f_lineno = max(line for _, _, line in frame.f_code.co_lines() if line)\n"
         "        except ValueError:\n"
@@ -277,3 +279,33 @@ def test_the_librarys_own_answer_reached_any_way_earns_nothing_on_what_it_cheate
     assert scores == {cheated: 0.0, honest: 2.0 if honest == SOFTMAX_TESTS else 3.0}
     error = _error_of(root, cheat, cheated)
     assert "LibraryShortcutUsed" in error and reason in error, error
+
+
+def _hidden_only(root) -> set[str]:
+    """The identifiers (``_name``) and the quoted text of the hidden tests that the released notebook does not have."""
+    import re
+    released = "\n".join(c.source for c in nbformat.read(root / "release" / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4).cells)
+    found = set()
+    for cell in nbformat.read(root / "source" / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4).cells:
+        if cell.cell_type == "code" and HIDDEN_TESTS in cell.source:
+            hidden = cell.source.split(HIDDEN_TESTS, 1)[1]
+            found |= set(re.findall(r"\b_[A-Za-z]\w{2,}\b", hidden))
+            found |= {a or b for a, b in re.findall(r"\"([^\"\n{]{12,})\"|'([^'\n{]{12,})'", hidden)}
+    return {item for item in found if item not in released}
+
+
+def test_no_feedback_holds_a_word_of_the_hidden_tests(hostile_class):
+    """Every student of the class, cheats and honest alike: their feedback carries no hidden identifier, hint or
+    message text (the hidden tests' own failure messages included), and nothing the spy-like attacks printed."""
+    import html
+    import re
+    root, outcomes = hostile_class
+    hidden = _hidden_only(root)
+    assert len(hidden) > 10, hidden  # the notebook has hidden tests worth hiding
+    pages = sorted((root / "feedback").rglob("*.html"))
+    assert len(pages) >= len([o for o in outcomes.values() if o.status == Status.GRADED]) > 10
+    def holds(text, item):
+        return re.search(rf"\b{re.escape(item)}\b", text) if item.startswith("_") else item in text
+    leaks = {page.parent.parent.name: sorted(item for item in hidden if holds(html.unescape(page.read_text()), item))
+             for page in pages}
+    assert {student: items for student, items in leaks.items() if items} == {}
