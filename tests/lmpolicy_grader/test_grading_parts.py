@@ -59,6 +59,24 @@ def test_gradebook_sessions_hold_the_lock_exactly_while_open(tmp_path, repo_root
         undo()
 
 
+@pytest.mark.slow
+def test_two_serialisers_in_one_process_each_release_their_own_lock(tmp_path, repo_root):
+    """A worker that graded one SQLite course (prepare_worker) and then opens another's gradebook holds both
+    locks while a session is open, and neither after it closes (one serialiser once kept the other's lock)."""
+    load_config(repo_root)
+    first, second = tmp_path / "first.lock", tmp_path / "second.lock"
+    undo_first = serialise_gradebook_sessions(first)
+    undo_second = serialise_gradebook_sessions(second)
+    try:
+        gradebook = Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}")
+        assert not _other_process_can_lock(first) and not _other_process_can_lock(second)
+        gradebook.close()
+        assert _other_process_can_lock(first) and _other_process_can_lock(second)
+    finally:
+        undo_second()
+        undo_first()
+
+
 def test_mistake_rounds_never_put_two_answers_of_one_exercise_together():
     answer = lambda notebook, cell, exercise: SimpleNamespace(notebook=notebook, cell=cell, exercise=exercise)  # noqa: E731
     answers = [answer("01", "a", "ex1"), answer("01", "a", "ex1"), answer("01", "b", "ex2"),

@@ -138,13 +138,16 @@ def serialise_gradebook_sessions(lock_path: Path):
     lock = _ProcessFileLock(lock_path)
     original_init, original_close = Gradebook.__init__, Gradebook.close
 
+    # the locks a Gradebook holds, each released by the close() of the serialiser that took it: a process may
+    # serialise on two courses' locks at once (each wrapping the other), and neither may release the other's
     def locked_init(self, *args, **kwargs):
         lock.acquire()
-        self._lmpolicy_locked = True
+        held = self.__dict__.setdefault("_lmpolicy_locks", [])
+        held.append(lock)
         try:
             original_init(self, *args, **kwargs)
         except BaseException:
-            self._lmpolicy_locked = False
+            held.remove(lock)
             lock.release()
             raise
 
@@ -152,8 +155,9 @@ def serialise_gradebook_sessions(lock_path: Path):
         try:
             original_close(self)
         finally:
-            if getattr(self, "_lmpolicy_locked", False):
-                self._lmpolicy_locked = False
+            held = self.__dict__.get("_lmpolicy_locks", [])
+            if lock in held:
+                held.remove(lock)
                 lock.release()
 
     Gradebook.__init__, Gradebook.close = locked_init, locked_close
