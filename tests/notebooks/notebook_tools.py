@@ -135,3 +135,18 @@ def run_cell(notebook_client: NotebookClient, cell, index: int) -> str | None:
 
 
 __all__ = ["CellExecutionError", "progress"]
+
+
+def visible_only(cell):
+    """A test cell as the student has it: the hidden tests removed, as the release does."""
+    cell = nbformat.from_dict(cell)  # a copy
+    kept, hidden = [], False
+    for line in cell.source.splitlines():
+        if HIDDEN_TESTS.begin in line:
+            hidden = True
+        elif HIDDEN_TESTS.end in line:
+            hidden = False
+        elif not hidden:
+            kept.append(line)
+    cell.source = "\n".join(kept)
+    return cell

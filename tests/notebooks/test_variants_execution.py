@@ -12,7 +12,7 @@ import pytest
 
 from lmpolicy import variants
 
-from .notebook_tools import (HIDDEN_TESTS, SOURCE_DIR, client, exercise_key, grade_id, is_autograded_test, kernel_env,
+from .notebook_tools import (HIDDEN_TESTS, visible_only, SOURCE_DIR, client, exercise_key, grade_id, is_autograded_test, kernel_env,
                              read, run_cell)
 
 pytestmark = pytest.mark.slow
@@ -27,20 +27,6 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 def numeric_names(key):
     return [name for name, value in variants.answer(key, None).items() if not isinstance(value, str)]
-
-
-def visible_only(cell):
-    cell = copy.deepcopy(cell)
-    kept, hidden = [], False
-    for line in cell.source.splitlines():
-        if HIDDEN_TESTS.begin in line:
-            hidden = True
-        elif HIDDEN_TESTS.end in line:
-            hidden = False
-        elif not hidden:
-            kept.append(line)
-    cell.source = "\n".join(kept)
-    return cell
 
 
 def error_text(cell) -> str:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from .notebook_tools import (CHECK_ERRORS, HIDDEN_TESTS, NOTEBOOK_NAMES, SOURCE_DIR, client, exercise_key, grade_id,
+from .notebook_tools import (CHECK_ERRORS, visible_only, HIDDEN_TESTS, NOTEBOOK_NAMES, SOURCE_DIR, client, exercise_key, grade_id,
                              is_autograded_test, is_code_answer, kernel_env, read, run_cell)
 from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS, Kind
 
@@ -88,21 +88,6 @@ def test_every_wrong_answer_is_tagged_pitfall_or_breadth(wrong):
 def test_every_autograded_exercise_has_a_pitfall(name, key):
     assert any(w.notebook == name and w.exercise == key for w in PITFALLS), \
         f"no pitfall for {key} in lib/lmpolicy_grader/corpus/wrong_answers/nb{name[:2]}.py"
-
-
-def visible_only(cell):
-    """A test cell as the student has it: the hidden tests removed, as the release does."""
-    cell = copy.deepcopy(cell)
-    kept, hidden = [], False
-    for line in cell.source.splitlines():
-        if HIDDEN_TESTS.begin in line:
-            hidden = True
-        elif HIDDEN_TESTS.end in line:
-            hidden = False
-        elif not hidden:
-            kept.append(line)
-    cell.source = "\n".join(kept)
-    return cell
 
 
 def shown_error(cell) -> str:
