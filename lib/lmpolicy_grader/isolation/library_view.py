@@ -6,10 +6,12 @@ in which every library function that solves an exercise of the notebook being gr
 kept. The real body is in no file the kernel can read, so neither a computed name, nor a copy of its code
 object, nor ``inspect.getsource`` and ``exec``, nor a read of the file by its path can reach it.
 
-``UNAVAILABLE`` is the one list: per notebook, per exercise key, the functions that answer it. A
-function the notebook's own cells need in the grading kernel (a set-up import, a demo, a library routine
-those call) stays in that notebook's view, and ``GIVEN`` says why: the no-credit rule read from the
-source (``trusted_tests.no_credit``) is then all that stands between the submission and it.
+``UNAVAILABLE`` is the one list: per notebook, per exercise key, the functions that answer it. The
+notebooks' own cells (set-up, demos, reference answers) need none of them in the grading kernel: a demo
+that would computes without it, or is skipped there with a line saying so. What still needs some is ``lmpolicy.variants``,
+which draws the student's own numbers in that kernel with the exact solvers; those stay in the view of
+its notebook, and ``GIVEN`` says which and why: the no-credit rule read from the source
+(``trusted_tests.no_credit``) is then what stands between the submission and them.
 
 Views are built once per library source (its hash) and notebook, in a cache folder of this user, and
 hard-linked into each sandbox's private folder (``install``): a kernel started before its notebook is
@@ -75,33 +77,25 @@ UNAVAILABLE: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 
-# notebook -> function of UNAVAILABLE[notebook] -> why the notebook's own cells need it in the grading kernel.
+# notebook -> function of UNAVAILABLE[notebook] -> why the grading kernel needs it: only lmpolicy.variants,
+# which draws the student's numbers there (its parameters cells) with the exact solvers. Empty once the
+# grader hands that kernel the student's parameters drawn on its own side.
 GIVEN: dict[str, dict[str, str]] = {
-    "01_policy_softmax": {
-        f"{TEMPERATURE}:softmax": "the set-up cell imports lmpolicy.exact.temperature and the first demo prints "
-                                  "temperature.softmax(z), whose pi the demo of Exercise 11.1(a) reads",
-        f"{TEMPERATURE}:log_softmax": "temperature.softmax is built on it",
-    },
-    "04_two_mdp_views": {
-        f"{TILTING}:expected_reward": "the demo after the set-up cell prints E_ref[r] with tilting.expected_reward",
-        f"{KL}:kl": "kl.chain_rule_kl and tilting.tilted_optimum (the notebook's demos) are built on it",
-        f"{KL}:chain_rule_kl": "the demo before Exercise 11.3(c) prints kl.chain_rule_kl(pi_star, toy)",
-    },
     "05_tilted_optimum": {
-        f"{TILTING}:tilted_optimum": "the set-up cell imports it as library_tilted_optimum for the demos",
-        f"{TILTING}:kl_objective": "the set-up cell imports it as library_kl_objective for the demos",
-        f"{TILTING}:frontier": "tilted_optimum is built on it",
-        f"{TEMPERATURE}:power_distribution": "the demo of Exercise 11.7(b) calls library_temperature.power_distribution",
-        f"{TILTING}:soft_values": "the set-up cell imports it as library_soft_values for the demos",
-        f"{TILTING}:token_level_optimum": "the set-up cell imports it as library_token_level_optimum for the demos",
+        f"{TILTING}:tilted_optimum": "lmpolicy.variants draws the student's models of 11.5(b), 11.9(a) and "
+                                     "11.8(b), 11.9(c) with it (their answers must differ from the chapter's)",
+        f"{TILTING}:frontier": "lmpolicy.variants draws the student's blind spot of 11.8(b), 11.9(c) with it",
+        f"{TILTING}:soft_values": "lmpolicy.variants draws the student's model of 11.5(b), 11.9(a) with it",
+        f"{TILTING}:token_level_optimum": "lmpolicy.variants draws the student's model of 11.5(b), 11.9(a) with it",
     },
     "06_kl_estimators": {
-        f"{KL}:kl_estimates": "the demo after the set-up cell calls estimator_moments, which is built on it",
+        f"{KL}:kl_estimates": "lmpolicy.variants draws the student's numbers of 11.4(c), 11.4(d) and 11.9(d) "
+                              "with estimator_moments, which is built on it",
     },
 }
 
 STRICTEST = "_strictest"  # the view of a kernel whose notebook is not known yet: every exercise's functions gone
-MESSAGE = "{name} is not available while grading: {exercises} asks you to write it yourself"
+MESSAGE = "{name} is not available while grading: {exercises} {asks} you to write it yourself"
 
 
 def library_folder() -> Path:
@@ -151,8 +145,9 @@ def _blank(source: str, module: str, functions: dict[str, list[str]], filename: 
                 visit(node.body, f"{prefix}{node.name}.")
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and f"{prefix}{node.name}" in left:
                 keys = left.pop(f"{prefix}{node.name}")
-                message = MESSAGE.format(name=f"{module}.{prefix}{node.name}",
-                                         exercises=" and ".join(dict.fromkeys(label(k) for k in keys)))
+                exercises = list(dict.fromkeys(label(k) for k in keys))
+                message = MESSAGE.format(name=f"{module}.{prefix}{node.name}", exercises=" and ".join(exercises),
+                                         asks="asks" if len(exercises) == 1 else "ask")
                 raising = ast.parse(f"raise __import__('lmpolicy.checks', fromlist=['checks'])"
                                     f".LibraryShortcutUsed({message!r})").body
                 docstring = node.body[:1] if ast.get_docstring(node, clean=False) is not None else []
