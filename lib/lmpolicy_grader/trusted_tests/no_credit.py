@@ -6,9 +6,9 @@ anything by a way this reading cannot follow (``opaque``: a computed attribute n
 submission's own folder).
 
 The functions of the student library that answer the notebook's exercises are not in the submission's
-process at all (``isolation.library_view``); this rule is what stands between the submission and the
-rest: torch's and numpy's own functions (``torch.softmax``) and the library functions a notebook's own
-cells need while grading (``library_view.GIVEN``).
+process at all (``isolation.library_view``); for those the rule is a second line. It is the only one
+between the submission and the rest: torch's and numpy's own functions (``torch.softmax``) and the few
+library functions ``lmpolicy.variants`` still needs in the grading kernel (``library_view.GIVEN``).
 """
 from __future__ import annotations
 
