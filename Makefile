@@ -8,7 +8,7 @@ BIN      := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: install install-all lab work-copy instructor test test-fast grade release check-notebook bench clean
+.PHONY: install install-all lab work-copy instructor test test-fast test-corpus grade release check-notebook bench clean
 
 # --- what each target installs ------------------------------------------------------------------------
 # One set of pins per file (requirements.txt says which is which); each set is installed with the sets it
@@ -80,6 +80,10 @@ test: $(EVERYTHING)
 test-fast: $(EVERYTHING)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
+# The ch11 class graded with every round of typical mistakes (`make test` grades the first: one per exercise)
+test-corpus: $(EVERYTHING)
+	LMPOLICY_WHOLE_CORPUS=1 $(BIN)/python -m pytest -q tests/lmpolicy_grader/scenarios/test_ch11_corpus.py
+
 # nbgrader alone: nbgrader_config.py imports no grader-only package (tests/test_environment.py)
 release: $(STUDENT_VENV)
 	cd $(CURDIR) && $(BIN)/nbgrader generate_assignment ch11 --force --log-level=WARN
@@ -91,7 +95,7 @@ check-notebook: $(EVERYTHING)
 	@test -n "$(NB)" || { echo "usage: make check-notebook NB=02_temperature"; exit 2; }
 	$(BIN)/python -m lmpolicy.catalogue check $(NB)
 	$(MAKE) --no-print-directory release
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests/notebooks tests/lmpolicy_grader/scenarios/test_ch11_corpus.py \
+	LMPOLICY_WHOLE_CORPUS=1 $(BIN)/python -m pytest -q -n 2 --dist loadgroup tests/notebooks tests/lmpolicy_grader/scenarios/test_ch11_corpus.py \
 	    -k "$$($(BIN)/python -m lmpolicy.catalogue pytest-k $(NB))"
 
 grade: $(STUDENT_VENV) $(GRADER)

@@ -2,6 +2,8 @@
 for the tests that drive the grading kernel itself."""
 from __future__ import annotations
 
+import os
+
 import nbformat
 import pytest
 
@@ -60,6 +62,13 @@ def committed_notebooks(repo_root):
     return sorted(repo_root / name for name in listed)
 
 
+# `make test` grades the first round of typical mistakes through the grader (one wrong answer for every exercise:
+# 27 notebooks with the reference and the blank one, about a third of the whole corpus's grading time) and
+# tests/notebooks/test_wrong_answers.py runs every one of them against its tests; LMPOLICY_WHOLE_CORPUS=1
+# (`make check-notebook`, `make test-corpus`) grades every round.
+WHOLE_CORPUS = os.environ.get("LMPOLICY_WHOLE_CORPUS") == "1"
+
+
 @pytest.fixture(scope="session")
 def ch11_class(tmp_path_factory, repo_root):
     """The real course graded once: reference, blank, the typical-mistake rounds, one hostile student."""
@@ -73,7 +82,7 @@ def ch11_class(tmp_path_factory, repo_root):
         shutil.copy(notebook, root / "source" / "ch11" / notebook.name)
     shutil.copy(repo_root / "nbgrader_config.py", root / "nbgrader_config.py")
     release(root)
-    students = place_examples(root)
+    students = place_examples(root, rounds=None if WHOLE_CORPUS else 1)
     if not (root / "source" / "ch11" / "07_logprob_plumbing.ipynb").exists():
         return root, students, grade_class(root, workers=2, log=lambda _: None)
     hostile = nbformat.read(root / "source" / "ch11" / "07_logprob_plumbing.ipynb", as_version=4)

@@ -120,8 +120,10 @@ def written_answers(notebook: str, quality: str) -> dict[str, str]:
     return {a.cell: getattr(a, quality) for a in WRITTEN_ANSWERS if a.notebook == notebook}
 
 
-def place_examples(course_root: Path, assignment: str = ASSIGNMENT) -> list[str]:
-    """Write the example submissions into submitted/<student>/<assignment>/; returns the student ids."""
+def place_examples(course_root: Path, assignment: str = ASSIGNMENT, rounds: int | None = None) -> list[str]:
+    """Write the example submissions into submitted/<student>/<assignment>/; returns the student ids.
+    ``rounds``: at most this many rounds of mistakes (``mistakes`` is the first: one typical wrong answer
+    for every exercise that has one); None, every round."""
     course_root = Path(course_root)
     source, release = course_root / "source" / assignment, course_root / "release" / assignment
     sources = {p.stem: nbformat.read(p, as_version=4) for p in sorted(source.glob("*.ipynb"))}
@@ -131,7 +133,7 @@ def place_examples(course_root: Path, assignment: str = ASSIGNMENT) -> list[str]
     notebooks = handed_in["good"]
     students = {"reference": notebooks, "blank": releases}
     wrong_answers = [a for a in WRONG_ANSWERS if a.notebook in notebooks]
-    for number, round_ in enumerate(mistake_rounds(wrong_answers), start=1):
+    for number, round_ in enumerate(mistake_rounds(wrong_answers)[:rounds], start=1):
         student = "mistakes" if number == 1 else f"mistakes-{number}"
         per_notebook = defaultdict(list)
         for answer in round_:

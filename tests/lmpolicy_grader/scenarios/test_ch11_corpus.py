@@ -2,7 +2,8 @@
 
 Expected outcomes come from the corpus itself: the reference earns every autograded point, the
 blank release none, each typical wrong answer (lmpolicy_grader.corpus.wrong_answers) costs its exercise's
-autograded points and no other exercise's, the hostile notebook 07 gets no credit for calling
+autograded points and no other exercise's (in `make test` the first round of them, one for every exercise;
+LMPOLICY_WHOLE_CORPUS=1, every round), the hostile notebook 07 gets no credit for calling
 lmpolicy's own implementation and a tampering zero for rebinding a check helper, and a correct
 notebook 01 whose locked set-up cell was broken keeps every point.
 """
@@ -20,7 +21,7 @@ from lmpolicy.progress import exercise_key
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.class_grading.status import Status
 
-from ..conftest import CH11_EDITED_SETUP_SOURCE, CH11_EDITED_SETUP_STUDENT, CH11_HOSTILE_STUDENT
+from ..conftest import CH11_EDITED_SETUP_SOURCE, CH11_EDITED_SETUP_STUDENT, CH11_HOSTILE_STUDENT, WHOLE_CORPUS
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ch11_class")]
 
@@ -78,8 +79,14 @@ def test_each_typical_wrong_answer_costs_exactly_its_exercise(ch11_class):
     present = {p.stem for p in (root / "source" / "ch11").glob("*.ipynb")}
     rounds = mistake_rounds([a for a in WRONG_ANSWERS if a.notebook in present])
     assert rounds, "the wrong-answer corpus is empty"
+    graded = [(number, round_) for number, round_ in enumerate(rounds, start=1)
+              if ("mistakes" if number == 1 else f"mistakes-{number}") in students]
+    assert len(graded) == (len(rounds) if WHOLE_CORPUS else 1)
+    missed = ({(a.notebook, a.exercise) for a in WRONG_ANSWERS if a.notebook in present}
+              - {(a.notebook, a.exercise) for a in graded[0][1]})
+    assert not missed, f"the first round of mistakes (all make test grades) has no wrong answer for {sorted(missed)}"
     problems = []
-    for number, round_ in enumerate(rounds, start=1):
+    for number, round_ in graded:
         student = "mistakes" if number == 1 else f"mistakes-{number}"
         submitted = {p.stem for p in (root / "submitted" / student / "ch11").glob("*.ipynb")}
         scores = {key: value for key, value in _autograded(root, student).items() if key[0] in submitted}
