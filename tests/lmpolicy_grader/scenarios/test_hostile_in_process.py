@@ -146,6 +146,13 @@ LIBRARY_CHEATS = {
                                 "import torch\n_sm = getattr(torch, 'soft' + 'max')  # taken when the cell runs\n"
                                 "def softmax(logits, dim=-1):\n    return _sm(logits, dim=dim)\n",
                                 "getattr with a computed name"),
+    # the library's own softmax (issue 20): a blanked stub in notebook 01's grading kernel, and the rule names the way
+    "library_softmax_by_computed_name": ("nb01_softmax__answer",
+                                         "import torch\nfrom lmpolicy.exact import temperature as _t\n"
+                                         "_sm = getattr(_t, 'soft' + 'max')\n"
+                                         "def softmax(logits, dim=-1):\n"
+                                         "    return torch.as_tensor(_sm(logits.numpy(), axis=dim))\n",
+                                         "getattr with a computed name"),
     "wrapped_code_copy": ("ex11_1a__sequence_logprob",
                           "import types, torch\nfrom lmpolicy.tinylm import logprobs as _lp\n"
                           "_copy = types.FunctionType(getattr(_lp, 'sequence_' + 'logprob').__code__, _lp.__dict__)\n"
