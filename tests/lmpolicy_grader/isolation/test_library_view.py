@@ -256,3 +256,23 @@ def test_in_the_sandbox_a_formerly_given_function_is_not_there_by_any_name(compu
     did = computed_name_calls(notebook)[function]
     assert did.startswith("LibraryShortcutUsed: ") and " is not available while grading: " in did, did
     assert did.split(": ", 1)[1].startswith(function.replace(":", ".") + " is not available"), did
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", sorted({notebook for notebook, _, _ in FORMERLY_GIVEN}))
+def test_what_the_grading_kernel_runs_of_a_notebook_runs_in_its_view(notebook, tmp_path):
+    """Every cell but the tests (they run in the trusted kernel), as the grader runs them for a student with
+    their own numbers, against the notebook's view: no set-up cell, demo or reference answer needs a
+    function the view lacks (a demo built on one is skipped while grading)."""
+    from nbformat.v4 import new_code_cell
+
+    from lmpolicy_grader.cells import is_test
+
+    from ...notebooks.notebook_tools import SOURCE_DIR, client, kernel_env, read
+
+    view = library_view.build(library_view.library_folder(), notebook, tmp_path / "view")
+    nb = read(SOURCE_DIR / f"{notebook}.ipynb")
+    nb.cells = [cell for cell in nb.cells if not is_test(cell)]
+    nb.cells.append(new_code_cell(f"import lmpolicy\nassert lmpolicy.__file__.startswith({str(view)!r}), lmpolicy.__file__"))
+    env = kernel_env(grader=True, progress_file=tmp_path / "progress.json")
+    client(nb).execute(env=env | {"PYTHONPATH": str(view.parent), "LMPOLICY_STUDENT_ID": "alice"})
