@@ -5,8 +5,10 @@ anything the notebook says. Both kernels of a notebook are told, before its firs
 (``kernels.moving_in.become_student``):
 
 - the grading kernel: ``LMPOLICY_STUDENT_ID`` (or ``LMPOLICY_VARIANTS=off``), so that the student's
-  code and the locked set-up cells see the student's own variant (``lmpolicy.variants``);
-- the trusted test kernel: the same, and ``LMPOLICY_HIDDEN_INPUTS``, a value made from the student's id
+  code and the locked set-up cells see the student's own variant (``lmpolicy.variants``), and that
+  variant's parameters, drawn here (``LMPOLICY_VARIANT_PARAMS``): the draw needs exact solvers that
+  answer exercises, which the grading kernel's view of the library lacks (``isolation.library_view``);
+- the trusted test kernel: the id, drawing the parameters itself, and ``LMPOLICY_HIDDEN_INPUTS``, a value made from the student's id
   and the course's secret, from which the hidden tests draw their random inputs
   (``lmpolicy.hidden_inputs``). The secret stays with the grader: no submission sees it or the value.
 
@@ -25,7 +27,8 @@ from traitlets import Bool, Unicode
 from traitlets.config import Configurable
 
 from lmpolicy.hidden_inputs import HIDDEN_INPUTS_VARIABLE
-from lmpolicy.variants import HUB_USER_VARIABLE, OFF, STUDENT_ID_VARIABLE, VARIANTS_OFF_VARIABLE
+from lmpolicy.variants import (HUB_USER_VARIABLE, OFF, PARAMS_VARIABLE, STUDENT_ID_VARIABLE, VARIANTS_OFF_VARIABLE,
+                               drawn_for)
 
 SECRET_VARIABLE = "LMPOLICY_COURSE_SECRET"
 
@@ -71,4 +74,5 @@ def kernel_environments(config, course_root: Path | str, student: str | None) ->
         grading |= {STUDENT_ID_VARIABLE: None, VARIANTS_OFF_VARIABLE: OFF}
     secret = course_secret(course_root, switch.secret_file)
     hidden = hmac.new(secret, f"hidden inputs of {student}".encode(), hashlib.sha256).hexdigest()[:32]
-    return grading, {**grading, HIDDEN_INPUTS_VARIABLE: hidden}
+    trusted = {**grading, PARAMS_VARIABLE: None, HIDDEN_INPUTS_VARIABLE: hidden}
+    return {**grading, PARAMS_VARIABLE: drawn_for(student) if switch.enabled else None}, trusted

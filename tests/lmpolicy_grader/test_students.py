@@ -1,6 +1,7 @@
 """Whose notebook a kernel grades (lmpolicy_grader.students): the variables each kernel is told, the course secret."""
 from __future__ import annotations
 
+import json
 import stat
 
 import pytest
@@ -16,9 +17,28 @@ def _no_secret_from_outside(monkeypatch):
 
 def test_each_kernel_is_told_the_student_and_only_the_trusted_one_the_hidden_inputs(tmp_path):
     grading, trusted = kernel_environments(Config(), tmp_path, "alice")
+    params = grading.pop("LMPOLICY_VARIANT_PARAMS")
     assert grading == {"LMPOLICY_STUDENT_ID": "alice", "LMPOLICY_VARIANTS": None, "JUPYTERHUB_USER": None}
     hidden = trusted.pop("LMPOLICY_HIDDEN_INPUTS")
+    assert trusted.pop("LMPOLICY_VARIANT_PARAMS") is None  # the trusted kernel draws them itself
     assert trusted == grading and len(hidden) == 32 and int(hidden, 16) >= 0
+    assert json.loads(params)["student"] == "alice"
+
+
+def test_the_grading_kernel_takes_the_students_parameters_and_computes_the_same_variant(tmp_path, monkeypatch):
+    """The grading kernel's library cannot draw a variant (its solvers are not there while grading): the
+    parameters the grader hands it are exactly the ones a student's own kernel draws."""
+    from lmpolicy import variants
+
+    handed = kernel_environments(Config(), tmp_path, "alice")[0]["LMPOLICY_VARIANT_PARAMS"]
+    drawn = {key: variants.answers(key, "alice") for key in variants.VARYING}
+    variants._params.cache_clear()
+    monkeypatch.setenv("LMPOLICY_VARIANT_PARAMS", handed)
+    monkeypatch.setattr(variants, "_drawn", lambda *args: pytest.fail("drew the variant though it was handed"))
+    try:
+        assert {key: variants.answers(key, "alice") for key in variants.VARYING} == drawn
+    finally:
+        variants._params.cache_clear()
 
 
 def test_hidden_inputs_are_the_same_at_every_grading_and_differ_between_students_and_courses(tmp_path):
@@ -56,7 +76,8 @@ def test_variants_off_tells_both_kernels_and_keeps_per_student_hidden_inputs(tmp
     config = Config()
     config.Variants.enabled = False
     grading, trusted = kernel_environments(config, tmp_path, "alice")
-    assert grading == {"LMPOLICY_STUDENT_ID": None, "LMPOLICY_VARIANTS": "off", "JUPYTERHUB_USER": None}
+    assert grading == {"LMPOLICY_STUDENT_ID": None, "LMPOLICY_VARIANTS": "off", "JUPYTERHUB_USER": None,
+                       "LMPOLICY_VARIANT_PARAMS": None}
     assert trusted["LMPOLICY_VARIANTS"] == "off" and trusted["LMPOLICY_HIDDEN_INPUTS"]
 
 

@@ -8,10 +8,10 @@ object, nor ``inspect.getsource`` and ``exec``, nor a read of the file by its pa
 
 ``UNAVAILABLE`` is the one list: per notebook, per exercise key, the functions that answer it. The
 notebooks' own cells (set-up, demos, reference answers) need none of them in the grading kernel: a demo
-that would computes without it, or is skipped there with a line saying so. What still needs some is ``lmpolicy.variants``,
-which draws the student's own numbers in that kernel with the exact solvers; those stay in the view of
-its notebook, and ``GIVEN`` says which and why: the no-credit rule read from the source
-(``trusted_tests.no_credit``) is then what stands between the submission and them.
+that would computes without it, or is skipped there with a line saying so; and ``lmpolicy.variants``,
+which draws the student's own numbers with the exact solvers, takes them drawn by the grader there
+(``students.kernel_environments``). The no-credit rule read from the source (``trusted_tests.no_credit``)
+is a second line.
 
 Views are built once per library source (its hash) and notebook, in a cache folder of this user, and
 hard-linked into each sandbox's private folder (``install``): a kernel started before its notebook is
@@ -77,23 +77,6 @@ UNAVAILABLE: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 
-# notebook -> function of UNAVAILABLE[notebook] -> why the grading kernel needs it: only lmpolicy.variants,
-# which draws the student's numbers there (its parameters cells) with the exact solvers. Empty once the
-# grader hands that kernel the student's parameters drawn on its own side.
-GIVEN: dict[str, dict[str, str]] = {
-    "05_tilted_optimum": {
-        f"{TILTING}:tilted_optimum": "lmpolicy.variants draws the student's models of 11.5(b), 11.9(a) and "
-                                     "11.8(b), 11.9(c) with it (their answers must differ from the chapter's)",
-        f"{TILTING}:frontier": "lmpolicy.variants draws the student's blind spot of 11.8(b), 11.9(c) with it",
-        f"{TILTING}:soft_values": "lmpolicy.variants draws the student's model of 11.5(b), 11.9(a) with it",
-        f"{TILTING}:token_level_optimum": "lmpolicy.variants draws the student's model of 11.5(b), 11.9(a) with it",
-    },
-    "06_kl_estimators": {
-        f"{KL}:kl_estimates": "lmpolicy.variants draws the student's numbers of 11.4(c), 11.4(d) and 11.9(d) "
-                              "with estimator_moments, which is built on it",
-    },
-}
-
 STRICTEST = "_strictest"  # the view of a kernel whose notebook is not known yet: every exercise's functions gone
 MESSAGE = "{name} is not available while grading: {exercises} {asks} you to write it yourself"
 
@@ -106,17 +89,13 @@ def library_folder() -> Path:
 
 def unavailable(notebook: str | None) -> dict[str, list[str]]:
     """``module:qualname`` -> the exercise keys it answers, of the functions ``notebook``'s view lacks
-    (None, a notebook not known yet: every notebook's, given or not; a notebook not in the table: none)."""
-    if notebook is None:
-        chosen, given = UNAVAILABLE, {}
-    else:
-        chosen, given = {notebook: UNAVAILABLE.get(notebook, {})}, GIVEN.get(notebook, {})
+    (None, a notebook not known yet: every notebook's; a notebook not in the table: none)."""
+    chosen = UNAVAILABLE if notebook is None else {notebook: UNAVAILABLE.get(notebook, {})}
     found: dict[str, list[str]] = {}
     for exercises in chosen.values():
         for key, functions in exercises.items():
             for function in functions:
-                if function not in given:
-                    found.setdefault(function, []).append(key)
+                found.setdefault(function, []).append(key)
     return found
 
 

@@ -7,8 +7,7 @@ submission's own folder).
 
 The functions of the student library that answer the notebook's exercises are not in the submission's
 process at all (``isolation.library_view``); for those the rule is a second line. It is the only one
-between the submission and the rest: torch's and numpy's own functions (``torch.softmax``) and the few
-library functions ``lmpolicy.variants`` still needs in the grading kernel (``library_view.GIVEN``).
+between the submission and torch's and numpy's own functions (``torch.softmax``).
 """
 from __future__ import annotations
 

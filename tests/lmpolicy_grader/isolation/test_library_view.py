@@ -50,9 +50,6 @@ def test_the_table_names_each_notebooks_own_exercises_and_real_library_functions
         for functions in exercises.values():
             for function in functions:
                 assert callable(_resolve(function)), function
-        named = {f for functions in exercises.values() for f in functions}
-        assert set(library_view.GIVEN.get(notebook, {})) <= named, notebook
-    assert set(library_view.GIVEN) <= set(library_view.UNAVAILABLE)
 
 
 def test_a_blanked_function_keeps_its_signature_and_docstring_and_says_what_to_do(tmp_path):
@@ -83,7 +80,7 @@ def test_a_blanked_function_keeps_its_signature_and_docstring_and_says_what_to_d
     assert generate == (library_view.library_folder() / "tinylm" / "generate.py").read_text()
 
 
-def test_what_a_notebook_needs_in_the_grading_kernel_stays_and_says_why():
+def test_each_notebooks_view_lacks_every_function_that_answers_one_of_its_exercises():
     softmaxes = {"lmpolicy.exact.temperature:softmax", "lmpolicy.exact.temperature:log_softmax"}
     logprobs = {"lmpolicy.tinylm.logprobs:sequence_logprob", "lmpolicy.tinylm.logprobs:response_logprobs"}
     assert set(library_view.unavailable("01_policy_softmax")) == softmaxes | logprobs
@@ -91,11 +88,10 @@ def test_what_a_notebook_needs_in_the_grading_kernel_stays_and_says_why():
         "lmpolicy.exact.tilting:expected_reward", "lmpolicy.exact.kl:kl", "lmpolicy.exact.kl:sequence_kl",
         "lmpolicy.exact.kl:chain_rule_kl"}
     assert set(library_view.unavailable("05_tilted_optimum")) == {
-        "lmpolicy.exact.tilting:kl_objective", "lmpolicy.exact.temperature:power_distribution"}
-    assert "lmpolicy.exact.kl:kl_estimates" not in library_view.unavailable("06_kl_estimators")
-    # what is still given: only what lmpolicy.variants draws the student's numbers with in the grading kernel
-    assert set(library_view.GIVEN) == {"05_tilted_optimum", "06_kl_estimators"}
-    assert all(why.startswith("lmpolicy.variants draws") for reasons in library_view.GIVEN.values() for why in reasons.values())
+        "lmpolicy.exact.tilting:tilted_optimum", "lmpolicy.exact.tilting:kl_objective",
+        "lmpolicy.exact.tilting:frontier", "lmpolicy.exact.temperature:power_distribution",
+        "lmpolicy.exact.tilting:soft_values", "lmpolicy.exact.tilting:token_level_optimum"}
+    assert set(library_view.unavailable("06_kl_estimators")) == {"lmpolicy.exact.kl:kl_estimates"}
     strictest = library_view.unavailable(None)
     assert "lmpolicy.exact.kl:kl_estimates" in strictest and "lmpolicy.exact.tilting:tilted_optimum" in strictest
     assert library_view.unavailable("03_three_stages") == {}
@@ -245,14 +241,11 @@ def computed_name_calls(tmp_path_factory):
 
 @needs_sandbox
 @pytest.mark.parametrize("notebook,function", [
-    pytest.param(notebook, function, id=f"{notebook[:2]}-{function.split(':')[1]}", marks=pytest.mark.xfail(
-        function in library_view.GIVEN.get(notebook, {}), strict=True,
-        reason=f"still given: {library_view.GIVEN.get(notebook, {}).get(function)}"))
+    pytest.param(notebook, function, id=f"{notebook[:2]}-{function.split(':')[1]}")
     for notebook, function, _ in FORMERLY_GIVEN])
 def test_in_the_sandbox_a_formerly_given_function_is_not_there_by_any_name(computed_name_calls, notebook, function):
     """Issue 20: a notebook's own demos no longer need its exercises' library functions while grading, so a
-    call by a computed name in that notebook's grading kernel raises "not available while grading" (a
-    function lmpolicy.variants still needs there, ``library_view.GIVEN``, is an expected failure)."""
+    call by a computed name in that notebook's grading kernel raises "not available while grading"."""
     did = computed_name_calls(notebook)[function]
     assert did.startswith("LibraryShortcutUsed: ") and " is not available while grading: " in did, did
     assert did.split(": ", 1)[1].startswith(function.replace(":", ".") + " is not available"), did
@@ -274,5 +267,12 @@ def test_what_the_grading_kernel_runs_of_a_notebook_runs_in_its_view(notebook, t
     nb = read(SOURCE_DIR / f"{notebook}.ipynb")
     nb.cells = [cell for cell in nb.cells if not is_test(cell)]
     nb.cells.append(new_code_cell(f"import lmpolicy\nassert lmpolicy.__file__.startswith({str(view)!r}), lmpolicy.__file__"))
-    env = kernel_env(grader=True, progress_file=tmp_path / "progress.json")
-    client(nb).execute(env=env | {"PYTHONPATH": str(view.parent), "LMPOLICY_STUDENT_ID": "alice"})
+    from traitlets.config import Config
+
+    from lmpolicy_grader.students import kernel_environments
+
+    env = kernel_env(grader=True, progress_file=tmp_path / "progress.json") | {"PYTHONPATH": str(view.parent)}
+    told, _ = kernel_environments(Config(), tmp_path, "alice")  # what the grader tells the grading kernel
+    env = {name: value for name, value in (env | told).items() if value is not None}
+    assert env["LMPOLICY_STUDENT_ID"] == "alice"
+    client(nb).execute(env=env)
