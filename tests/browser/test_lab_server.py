@@ -227,7 +227,9 @@ def test_a_server_and_its_kernel_end_with_the_run_however_it_is_ended(signum, re
     run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
                             f"{Path(__file__)}::test_holds_a_server_and_a_kernel_until_the_run_ends"],
                            cwd=repo_root, env=dict(os.environ, **{HOLDER_REPORT: str(report)}),
-                           stdout=open(tmp_path / "pytest.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+                           stdout=open(tmp_path / "pytest.log", "w"), stderr=subprocess.STDOUT, start_new_session=True,
+                           # as in a terminal: a run started in the background of a script inherits SIGINT ignored
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 240
         while not report.exists():

@@ -238,10 +238,9 @@ def test_the_reference_earns_every_point(hostile_class):
 def test_an_attack_on_the_tests_changes_nothing(hostile_class, attack):
     root, outcomes = hostile_class
     assert outcomes[attack].status == Status.GRADED, outcomes[attack].reason
-    # its own process draws its own 11.1(a) numbers (lmpolicy.variants): with abs() broken there, it broke its own
-    # answer to 11.1(a), which then earns nothing; the tests, in the trusted kernel, are untouched either way
-    honest_logprob = 0.0 if attack == "rebinding" else 3.0
-    assert _scores(root, attack) == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: honest_logprob}
+    # the tests run in the trusted kernel, and the student's own 11.1(a) numbers come drawn from the grader
+    # (students.kernel_environments), so rebinding abs() and friends in its own process changes no score
+    assert _scores(root, attack) == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 3.0}
     assert "contains NaN" in _error_of(root, attack, SOFTMAX_TESTS)  # the honest reason: the overflow
 
 
