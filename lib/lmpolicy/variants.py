@@ -563,8 +563,8 @@ def _drawn(family: _Family, student: str) -> dict:
         params = family.draw(_Picker(student, family.name, attempt))
         if family.acceptable(params) and _separated(family, params):
             return params
-    # pragma: no cover - the tests draw many ids; a family this narrow is a bug
-    raise RuntimeError(f"no acceptable variant of {family.name} for {student!r} in {MAX_ATTEMPTS} attempts")
+    raise RuntimeError(  # pragma: no cover - the tests draw many ids; a family this narrow is a bug
+        f"no acceptable variant of {family.name} for {student!r} in {MAX_ATTEMPTS} attempts")
 
 
 @lru_cache(maxsize=64)

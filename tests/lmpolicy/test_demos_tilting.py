@@ -189,8 +189,7 @@ def test_under_the_grader_show_builds_nothing(monkeypatch, capsys):
     demo = TiltingDemo()
     demo.show()
     assert capsys.readouterr().out.strip() == GRADER_NOTE
-    assert demo._widget is None and demo._figure is None
-    assert round(demo.readouts()["objective"], 3) == 0.892  # the numbers still work
+    assert demo._widget is None and "_figure" not in vars(demo)  # nothing built, nothing solved
 
 
 def test_show_displays_the_widget(monkeypatch):

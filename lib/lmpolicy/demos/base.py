@@ -1,13 +1,21 @@
-"""What both demos share: widgets built on first use, ``show()`` that stays quiet under the grader,
-how their readouts print numbers, and how their text and tables are set.
+"""What both demos share: widgets built on first use, no numbers under the grader, how their readouts
+print numbers, and how their text and tables are set.
 
 Building ipywidgets opens comms to the front end, so a demo builds nothing until ``widget`` or
-``show()`` is used; its numbers (``readouts()``) are there from the constructor on. While nbgrader
-executes a notebook (it sets NBGRADER_EXECUTION), ``show()`` prints one line and builds nothing.
+``show()`` is used; its numbers (``readouts()``) are there from the constructor on.
+
+While nbgrader executes a notebook (it sets NBGRADER_EXECUTION: ``nbgrader validate`` and grading alike)
+a demo is a stand-in: it can be made and ``show()`` prints one line, but it computes nothing, and every
+other public method or attribute raises ``DemoNotAvailableWhileGrading``. In the grading sandbox the
+solvers behind the demos are not there at all, so an answer taken from a demo would score nothing;
+refusing under Validate too tells the student so before they hand in, in words they can act on.
 """
 from __future__ import annotations
 
+import functools
 import os
+
+from lmpolicy.checks import CheckFailed
 
 GRADER_NOTE = "(interactive demo skipped: it only runs in JupyterLab, not under the grader)"
 
@@ -26,14 +34,74 @@ def text_block(html: str, note: bool = False) -> str:
 
 
 def running_under_grader() -> bool:
-    """True while nbgrader executes the notebook (it sets NBGRADER_EXECUTION)."""
+    """True while nbgrader executes the notebook (it sets NBGRADER_EXECUTION: validate or autograde)."""
     return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
+class DemoNotAvailableWhileGrading(CheckFailed):
+    """Code asked a demo for numbers while nbgrader runs the notebook, where the demo is not there."""
+
+    heading = "The demo is not there while grading"
+
+
+def refusal(demo: str, used: str) -> DemoNotAvailableWhileGrading:
+    """The error for ``used`` (e.g. "readouts()") of the demo class named ``demo``, under the grader."""
+    return DemoNotAvailableWhileGrading(
+        f"this cell asks {demo} for numbers ({used}), but while your notebook is graded the demo is not "
+        f"there, so an answer taken from it scores 0.",
+        "read the numbers off the demo in JupyterLab and type them into your answer cell "
+        "(or compute them with your own functions).")
+
+
+def _refusing_under_grader(function, used: str):
+    """``function`` (a method or a property's getter) raising ``refusal`` on a demo made under the grader."""
+    @functools.wraps(function)
+    def guarded(self, *args, **kwargs):
+        if self.__dict__.get("_grading_stand_in"):
+            raise refusal(type(self).__name__, used)
+        return function(self, *args, **kwargs)
+    return guarded
+
+
+ALLOWED_WHILE_GRADING = frozenset({"show"})  # the public members of a demo that hand out no numbers
+
+
+def _guard_public_members(cls) -> None:
+    """Wrap every public method and property ``cls`` defines itself (but ``ALLOWED_WHILE_GRADING``)."""
+    for name, member in list(vars(cls).items()):
+        if name.startswith("_") or name in ALLOWED_WHILE_GRADING:
+            continue
+        if isinstance(member, property):
+            setattr(cls, name, property(_refusing_under_grader(member.fget, name),
+                                        member.fset, member.fdel, member.__doc__))
+        elif callable(member) and not isinstance(member, (type, staticmethod, classmethod)):
+            setattr(cls, name, _refusing_under_grader(member, f"{name}()"))
+
+
 class WidgetDemo:
-    """Base class: subclasses implement ``_build_widget()`` returning one ipywidgets box."""
+    """Base class: subclasses implement ``_build_widget()`` returning one ipywidgets box.
+
+    A subclass's ``__init__`` starts with ``if self._stand_in_under_grader(): return``: under the grader
+    the demo then computes nothing, and each public member the subclass defines (wrapped when the class
+    is made), or a public attribute it never set, raises ``DemoNotAvailableWhileGrading``.
+    """
 
     _widget = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _guard_public_members(cls)
+
+    def _stand_in_under_grader(self) -> bool:
+        """True (and this demo a stand-in that computes nothing) while nbgrader runs the notebook."""
+        self._grading_stand_in = running_under_grader()
+        return self._grading_stand_in
+
+    def __getattr__(self, name: str):
+        # only for attributes not found otherwise: the state a stand-in never computed
+        if not name.startswith("_") and self.__dict__.get("_grading_stand_in"):
+            raise refusal(type(self).__name__, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _build_widget(self):
         raise NotImplementedError
@@ -53,6 +121,9 @@ class WidgetDemo:
         from IPython.display import display
 
         display(self.widget)
+
+
+_guard_public_members(WidgetDemo)  # ``widget``: a stand-in builds no widgets
 
 
 def format_number(value: float, digits: int, *, signed: bool = False) -> str:
