@@ -197,3 +197,11 @@ def test_the_students_validate_loads_the_course_config_without_the_graders_packa
         "assert app.config.CourseDirectory.course_id == 'lm-policy', app.config\n")
     result = _run_as_in_the_students_environment(load_config_as_validate_does)
     assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_nbformat_imports_without_building_the_iri_grammar():
+    # jsonschema >= 4.25 imports rfc3987-syntax when it is installed, and that import builds a Lark parser:
+    # about 2 CPU-s in every process that imports nbformat (requirements.txt pins jsonschema below it).
+    probe = "import sys, nbformat.validator; print('rfc3987_syntax' in sys.modules, 'lark' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["False", "False"], result.stdout
