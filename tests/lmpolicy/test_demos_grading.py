@@ -46,9 +46,9 @@ def test_under_nbgrader_every_way_to_take_a_number_raises_the_demo_message(monke
         TAKEN[demo][used](stand_in)
     error = raised.value
     assert isinstance(error, CheckFailed)  # shown as a short ✗ message, as the checks' own failures are
-    assert f"asks {demo} for numbers ({used})" in error.problem
-    assert "while your notebook is graded the demo is not there" in error.problem
-    assert "type them into your answer cell" in error.hint
+    assert error.problem.startswith(f"your answer used {demo}.{used}\n")
+    assert "The demo is not there while your notebook is graded, so that answer scores 0." in error.problem
+    assert "type them in" in error.hint
 
 
 @pytest.mark.parametrize("demo", DEMOS)
@@ -62,7 +62,7 @@ def test_every_public_member_but_show_refuses_under_the_grader(monkeypatch, demo
     for name in public:
         if name == "show":
             continue
-        with pytest.raises(DemoNotAvailableWhileGrading, match=re.escape(f"({name}")):
+        with pytest.raises(DemoNotAvailableWhileGrading, match=re.escape(f"{cls.__name__}.{name}")):
             member = getattr(stand_in, name)
             member() if callable(member) else None
 
@@ -75,14 +75,35 @@ def test_under_the_grader_show_still_prints_its_note(monkeypatch, capsys, demo):
     assert capsys.readouterr().out.strip() == GRADER_NOTE
 
 
-def test_the_message_is_a_few_lines_a_student_can_act_on(monkeypatch):
+def test_the_message_is_a_few_short_lines_a_student_can_act_on(monkeypatch):
+    # nbgrader validate shows each line of a failed cell's error indented by 4 and cut at 87 characters
     monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
     with pytest.raises(DemoNotAvailableWhileGrading) as raised:
-        TiltingDemo().readouts()
-    shown = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(raised.value._render_traceback_()))
-    assert shown.splitlines()[0].startswith("✗ The demo is not there while grading: this cell asks TiltingDemo")
-    assert "Hint: read the numbers off the demo in JupyterLab and type them into your answer cell" in shown
-    assert len(shown.splitlines()) <= 4
+        KLEstimatorDemo().histogram_counts()
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(raised.value._render_traceback_())).splitlines()
+    assert shown == [
+        "✗ Not there while grading: your answer used KLEstimatorDemo.histogram_counts()",
+        "The demo is not there while your notebook is graded, so that answer scores 0.",
+        "Hint: read the numbers off the demo in JupyterLab and type them in",
+        "(or compute them with your own functions).",
+    ]
+    assert max(len(line) for line in shown) <= 87 - 4
+
+
+def test_the_check_cell_after_a_refused_answer_cell_says_the_same_and_no_other(monkeypatch):
+    # nbgrader validate shows only the check cells' errors: the check right after the refused answer repeats it
+    from IPython.testing.globalipapp import get_ipython
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "validate")
+    shell = get_ipython()
+    shell.run_cell("from lmpolicy.demos.tilting import TiltingDemo\n"
+                   "from lmpolicy.demos.base import check_answer_not_from_demo", store_history=True)
+    answer = shell.run_cell("demo_V_a = TiltingDemo(beta=0.5).token_view()['a']['soft_value']", store_history=True)
+    assert isinstance(answer.error_in_exec, DemoNotAvailableWhileGrading)
+    check = shell.run_cell("check_answer_not_from_demo()", store_history=True)
+    assert check.error_in_exec is answer.error_in_exec
+    shell.run_cell("demo_V_b = 1.663", store_history=True)  # the next answer, typed in
+    assert shell.run_cell("check_answer_not_from_demo()", store_history=True).error_in_exec is None
 
 
 @pytest.mark.parametrize("demo", DEMOS)

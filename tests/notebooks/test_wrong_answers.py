@@ -2,7 +2,8 @@
 
 One kernel per notebook: run the source notebook top to bottom, then for each wrong answer run its
 replacement cell and the exercise's test cells (they must fail with a friendly check), then the
-reference answer cell again and the test cells (they must pass).
+reference answer cell again and the test cells (they must pass). An answer taken from a demo
+(``Kind.FROM_DEMO``) is right in the student's JupyterLab and fails under nbgrader with the demo's message.
 """
 import copy
 import re
@@ -11,9 +12,13 @@ import pytest
 
 from .notebook_tools import (CHECK_ERRORS, visible_only, HIDDEN_TESTS, NOTEBOOK_NAMES, SOURCE_DIR, client, exercise_key, grade_id,
                              is_autograded_test, is_code_answer, kernel_env, read, run_cell)
+from lmpolicy.demos.base import DemoNotAvailableWhileGrading
 from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS, Kind
 
 CORPUS_NOTEBOOKS = sorted({wrong.notebook for wrong in WRONG_ANSWERS} & set(NOTEBOOK_NAMES))
+FROM_DEMO = [w for w in WRONG_ANSWERS if w.kind == Kind.FROM_DEMO]
+DEMO_NOTEBOOKS = sorted({w.notebook for w in FROM_DEMO} & set(NOTEBOOK_NAMES))
+DEMO_ERROR = DemoNotAvailableWhileGrading.__name__
 
 
 def autograded_exercises(name):
@@ -57,15 +62,58 @@ def test_hidden_tests_fail_each_wrong_answer_and_pass_the_reference(name, tmp_pa
             answer_index = index_of[wrong.cell]
             replaced = copy.deepcopy(pristine[answer_index])
             replaced.source = wrong.source
-            run_cell(runner, replaced, answer_index)  # a wrong answer may raise by itself; the tests decide
-            errors = [run_cell(runner, copy.deepcopy(c), i) for i, c in tests]
-            if not any(errors):
+            answer_error = run_cell(runner, replaced, answer_index)  # a wrong answer may raise; the tests decide
+            ran = [(i, copy.deepcopy(c)) for i, c in tests]
+            errors = [run_cell(runner, c, i) for i, c in ran]
+            if wrong.kind == Kind.FROM_DEMO:  # the answer cell fails, and so its check, with the demo's message
+                problems += demo_message_problems(wrong, replaced, answer_error, ran, errors)
+            elif not any(errors):
                 problems.append(f"{wrong.cell} ({wrong.why}): the tests of {wrong.exercise} pass")
             elif not all(e is None or e in CHECK_ERRORS for e in errors):
                 problems.append(f"{wrong.cell} ({wrong.why}): a test cell failed with {errors}, not a friendly check")
             assert run_cell(runner, copy.deepcopy(pristine[answer_index]), answer_index) is None
             restored = [run_cell(runner, copy.deepcopy(c), i) for i, c in tests]
             assert not any(restored), f"{name}: the reference answer of {wrong.exercise} fails after {wrong.cell}"
+    assert not problems, "\n".join(problems)
+
+
+def demo_message_problems(wrong, answer_cell, answer_error, tests, errors) -> list[str]:
+    """What is wrong with how a FROM_DEMO answer failed under nbgrader: its answer cell must raise the demo's
+    error, and the check right after it (the one nbgrader validate shows) repeat it, message and all."""
+    label = f"{wrong.cell} ({wrong.why})"
+    if answer_error != DEMO_ERROR:
+        return [f"{label}: under nbgrader the answer cell ended with {answer_error}, not {DEMO_ERROR}"]
+    problems = []
+    if wrong.names.lower() not in shown_error(answer_cell).lower():
+        problems.append(f"{label}: the answer cell's error does not say {wrong.names!r}:\n{shown_error(answer_cell)}")
+    first_check = tests[0][1]
+    if errors[0] != DEMO_ERROR or wrong.names.lower() not in shown_error(first_check).lower():
+        problems.append(f"{label}: its check failed with {errors[0]}, not the demo's message")
+    return problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", DEMO_NOTEBOOKS)
+def test_each_answer_taken_from_a_demo_passes_every_check_in_jupyterlab(name, tmp_path):
+    """Issue 20's gap: such an answer is right where the student works (so only nbgrader can tell them, and
+    does, at once); here, with no grader, its visible and hidden checks pass."""
+    nb = read(SOURCE_DIR / f"{name}.ipynb")
+    pristine = copy.deepcopy(nb.cells)
+    index_of = {grade_id(cell): i for i, cell in enumerate(nb.cells) if grade_id(cell)}
+    runner = client(nb)
+    problems = []
+    with runner.setup_kernel(env=kernel_env(grader=False, progress_file=tmp_path / "progress.json")):
+        for i, cell in enumerate(copy.deepcopy(pristine)):
+            if cell.cell_type == "code":
+                assert run_cell(runner, cell, i) is None, f"{name}: the reference notebook fails at cell {i}"
+        for wrong in (w for w in FROM_DEMO if w.notebook == name):
+            replaced = copy.deepcopy(pristine[index_of[wrong.cell]])
+            replaced.source = wrong.source
+            tests = [(i, copy.deepcopy(c)) for i, c in enumerate(pristine)
+                     if is_autograded_test(c) and exercise_key(c) == wrong.exercise]
+            ran = [run_cell(runner, replaced, index_of[wrong.cell])] + [run_cell(runner, c, i) for i, c in tests]
+            if any(ran):
+                problems.append(f"{wrong.cell} ({wrong.why}): in JupyterLab the answer and its tests give {ran}")
     assert not problems, "\n".join(problems)
 
 
@@ -78,10 +126,15 @@ PITFALL_NOTEBOOKS = sorted({w.notebook for w in PITFALLS} & set(NOTEBOOK_NAMES))
 
 
 @pytest.mark.parametrize("wrong", WRONG_ANSWERS, ids=[f"{w.cell}:{i}" for i, w in enumerate(WRONG_ANSWERS)])
-def test_every_wrong_answer_is_tagged_pitfall_or_breadth(wrong):
-    assert wrong.kind in (Kind.PITFALL, Kind.BREADTH), f"{wrong.cell} ({wrong.why}) has no kind"
-    if wrong.kind == Kind.PITFALL:
-        assert wrong.names and wrong.names.strip(), f"{wrong.cell}: a pitfall names the phrase its message must hold"
+def test_every_wrong_answer_is_tagged_with_its_kind(wrong):
+    assert wrong.kind in tuple(Kind), f"{wrong.cell} ({wrong.why}) has no kind"
+    if wrong.kind in (Kind.PITFALL, Kind.FROM_DEMO):
+        assert wrong.names and wrong.names.strip(), f"{wrong.cell}: a {wrong.kind} names the phrase its message must hold"
+
+
+@pytest.mark.parametrize("key", ["ex11_9a", "ex11_9c", "ex11_9d"])
+def test_each_exercise_read_off_a_demo_has_an_answer_taken_from_the_demo(key):
+    assert any(w.exercise == key for w in FROM_DEMO), f"no FROM_DEMO answer for {key}"
 
 
 @pytest.mark.parametrize("name,key", AUTOGRADED, ids=[key for _, key in AUTOGRADED])

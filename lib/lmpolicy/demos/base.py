@@ -41,16 +41,46 @@ def running_under_grader() -> bool:
 class DemoNotAvailableWhileGrading(CheckFailed):
     """Code asked a demo for numbers while nbgrader runs the notebook, where the demo is not there."""
 
-    heading = "The demo is not there while grading"
+    heading = "Not there while grading"
+
+
+def _cell_number() -> int | None:
+    """The execution count of the cell IPython runs now (None outside IPython)."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "execution_count", None)
+
+
+# The demos' refusals in this process: (the cell that ran, the error); the answer's check cell reads it.
+_refused: list[tuple[int | None, DemoNotAvailableWhileGrading]] = []
 
 
 def refusal(demo: str, used: str) -> DemoNotAvailableWhileGrading:
-    """The error for ``used`` (e.g. "readouts()") of the demo class named ``demo``, under the grader."""
-    return DemoNotAvailableWhileGrading(
-        f"this cell asks {demo} for numbers ({used}), but while your notebook is graded the demo is not "
-        f"there, so an answer taken from it scores 0.",
-        "read the numbers off the demo in JupyterLab and type them into your answer cell "
+    """The error for ``used`` (e.g. "readouts()") of the demo class named ``demo``, under the grader,
+    recorded for ``check_answer_not_from_demo``."""
+    # short lines: ``nbgrader validate`` shows each line of an error cut at 83 characters
+    error = DemoNotAvailableWhileGrading(
+        f"your answer used {demo}.{used}\n"
+        f"The demo is not there while your notebook is graded, so that answer scores 0.",
+        "read the numbers off the demo in JupyterLab and type them in\n"
         "(or compute them with your own functions).")
+    _refused[:] = [(_cell_number(), error)]
+    return error
+
+
+def check_answer_not_from_demo() -> None:
+    """In an exercise's check cell: raise the demo's refusal again if the cell run just before it (the
+    answer cell) asked a demo for numbers under the grader.
+
+    ``nbgrader validate`` shows only the check cells' errors, so without this the student would read that
+    the answer "is None" instead of why. (While grading, the checks run in a kernel of their own: there
+    the answer cell's own error carries the message into the feedback.)
+    """
+    current = _cell_number()
+    if _refused and current is not None and _refused[0][0] == current - 1:
+        raise _refused[0][1]
 
 
 def _refusing_under_grader(function, used: str):

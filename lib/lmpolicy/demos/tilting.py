@@ -444,8 +444,9 @@ def token_tree_svg(tokens: tuple, depth: int, view: dict) -> str:
     for prefix, node in view.items():
         x, y = position(prefix)
         is_leaf = len(prefix) == depth
+        # V with three decimals, as the readouts: Exercise 11.9(a) takes V(a) and V(b) off the tree
         value = (f"r = {format_number(node['soft_value'], 2)}" if is_leaf
-                 else f"V = {format_number(node['soft_value'], 2)}")
+                 else f"V = {format_number(node['soft_value'], 3)}")
         name = f"<tspan font-weight='bold'>{prefix if prefix else 'start'}</tspan> {value}"
         parts.append(f"<circle cx='{x}' cy='{y}' r='5' fill='black'/>")
         if is_leaf:  # right of the leaf, where no line goes

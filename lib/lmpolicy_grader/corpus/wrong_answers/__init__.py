@@ -6,7 +6,11 @@ the hidden tests of ``exercise``, while the reference solution passes. Each is t
 - ``PITFALL``: a mistake the exercise's text warns about or that students typically make; the
   *visible* check must fail on it too, in at most a few lines, with a message containing ``names``
   (a phrase, matched case-insensitively), so the student learns of it at once;
-- ``BREADTH``: a mistake only the hidden tests need to catch (other shapes, dtypes, edge cases).
+- ``BREADTH``: a mistake only the hidden tests need to catch (other shapes, dtypes, edge cases);
+- ``FROM_DEMO``: right numbers, taken from a demo object in the answer cell (issue 20). In the student's
+  JupyterLab it passes; under nbgrader (``nbgrader validate`` and grading alike) the demo hands out no
+  numbers, so the answer cell itself fails with the demo's message, containing ``names``, and the exercise
+  scores 0 with that message in the feedback.
 tests/notebooks/test_wrong_answers.py runs them; ``python -m lmpolicy_grader examples`` places them as example
 submissions.
 """
@@ -20,9 +24,14 @@ from enum import StrEnum
 from lmpolicy.catalogue import exercise_key
 
 
+# the phrase a FROM_DEMO answer's message holds: what a demo says when asked for numbers under nbgrader
+DEMO_MESSAGE = "the demo is not there while your notebook is graded"
+
+
 class Kind(StrEnum):
     PITFALL = "pitfall"
     BREADTH = "breadth"
+    FROM_DEMO = "from_demo"
 
 
 @dataclass(frozen=True)
@@ -31,8 +40,8 @@ class WrongAnswer:
     cell: str      # grade_id of the answer cell it replaces, e.g. "ex11_1a__sequence_logprob"
     source: str    # the full replacement cell source
     why: str       # the mistake, in words
-    kind: Kind | None = None  # PITFALL or BREADTH; tests/notebooks/test_wrong_answers.py requires one
-    names: str | None = None  # PITFALL: a phrase the visible check's message must contain
+    kind: Kind | None = None  # PITFALL, BREADTH or FROM_DEMO; tests/notebooks/test_wrong_answers.py requires one
+    names: str | None = None  # PITFALL: a phrase the visible check's message must contain; FROM_DEMO: the demo's
 
     @property
     def exercise(self) -> str:

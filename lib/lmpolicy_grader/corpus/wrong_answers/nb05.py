@@ -1,5 +1,5 @@
 """Typical wrong answers for 05_tilted_optimum."""
-from . import Kind, WrongAnswer
+from . import DEMO_MESSAGE, Kind, WrongAnswer
 
 NOTEBOOK = "05_tilted_optimum"
 
@@ -85,11 +85,6 @@ log_weights = np.log(blind.model.response_probs()) + {tilt} / 0.1
 pi_low_beta = np.exp(log_weights - log_weights.max())
 pi_low_beta /= pi_low_beta.sum()
 true_reward_at_beta_0_1 = float(pi_low_beta @ {measure})
-'''
-
-# 11.9(c): the demo's readouts on the student's own blind spot at a given beta, as a student reads them
-_BLIND_READOUTS = '''def _readouts(beta):
-    return TiltingDemo(scenario=variants.scenario("ex11_9c").name, beta=beta).readouts()
 '''
 
 WRONG_ANSWERS = [
@@ -353,23 +348,33 @@ true_reward_at_beta_0_1 = float(pi_low_beta @ blind.rewards)
         kind=Kind.PITFALL, names="reward model's scores",
     ),
     # --- Exercise 11.9(a)-(c) ------------------------------------------------------------------------
+    # what a student reads off the demo and types in (the chapter's worked example and blind spot: no student id)
     WrongAnswer(
         NOTEBOOK, "ex11_9a__answer",
-        '''at_one = TiltingDemo(scenario=variants.scenario("ex11_9a").name, beta=1.0)
-demo_V_a, demo_V_b = at_one.token_view()["a"]["soft_value"], at_one.token_view()["b"]["soft_value"]
-demo_beta_log_Z, demo_pi_star_bb = at_one.readouts()["beta_log_partition"], at_one.response_view()["bb"]["pi_star"]
+        '''demo_V_a, demo_V_b = 0.523, 1.434  # the tree at beta = 1, where the demo starts
+demo_beta_log_Z = 0.892
+demo_pi_star_bb = 0.4543
 ''',
         "read off at beta = 1 instead of 0.5",
         kind=Kind.PITFALL, names="soft values at beta = 1",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_9a__answer",
+        '''demo_V_a, demo_V_b = 0.634, 1.663
+demo_beta_log_Z = 1.191
+demo_pi_star_bb = 0.77  # the tree's edge into "b"
+''',
+        "pi*(b) (the first token's edge on the tree) read as pi*(bb)",
+        kind=Kind.BREADTH,
+    ),
+    WrongAnswer(
+        NOTEBOOK, "ex11_9a__answer",
         '''at_half = TiltingDemo(scenario=variants.scenario("ex11_9a").name, beta=0.5)
 demo_V_a, demo_V_b = at_half.token_view()["a"]["soft_value"], at_half.token_view()["b"]["soft_value"]
-demo_beta_log_Z, demo_pi_star_bb = at_half.readouts()["beta_log_partition"], at_half.token_view()["b"]["pi_star"]
+demo_beta_log_Z, demo_pi_star_bb = at_half.readouts()["beta_log_partition"], at_half.response_view()["bb"]["pi_star"]
 ''',
-        "pi*(b) (the first token's bar) read as pi*(bb)",
-        kind=Kind.BREADTH,
+        "the right numbers, taken from a demo built in the answer cell: the demo is not there while grading",
+        kind=Kind.FROM_DEMO, names=DEMO_MESSAGE,
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_9b__answer",
@@ -397,20 +402,33 @@ kl_at_max_T, reward_at_max_T = 0.0, 0.58
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_9c__answer",
-        _BLIND_READOUTS + '''crossing = _readouts(variants.answer("ex11_8b")["beta_equal_mass"])
-beta_best_true, kl_at_best_true, proxy_at_best_true = crossing["beta"], crossing["kl"], crossing["expected_reward"]
-proxy_at_beta_0_1, true_at_beta_0_1 = _readouts(0.1)["expected_reward"], _readouts(0.1)["true_expected_reward"]
+        '''beta_best_true, kl_at_best_true, proxy_at_best_true = 0.241, 1.513, 1.214  # at the crossover of 11.8(b)
+proxy_at_beta_0_1, true_at_beta_0_1 = 1.582, 0.029
 ''',
         "takes the crossover of 11.8(b) for the peak of the true reward",
         kind=Kind.PITFALL, names="below its peak",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_9c__answer",
-        _BLIND_READOUTS + '''peak = _readouts(variants.answer("ex11_9c")["beta_best_true"])
-beta_best_true, kl_at_best_true, proxy_at_best_true = peak["beta"], peak["kl"], peak["expected_reward"]
-true_at_beta_0_1, proxy_at_beta_0_1 = _readouts(0.1)["expected_reward"], _readouts(0.1)["true_expected_reward"]
+        '''beta_best_true, kl_at_best_true, proxy_at_best_true = 0.428, 0.503, 0.899
+true_at_beta_0_1, proxy_at_beta_0_1 = 1.582, 0.029
 ''',
         "the proxy and the true reward at beta = 0.1 swapped",
         kind=Kind.PITFALL, names="swapped",
+    ),
+    WrongAnswer(
+        NOTEBOOK, "ex11_9c__answer",
+        '''demo_9c = TiltingDemo(scenario=variants.scenario("ex11_9c").name)
+on_slider = []
+for beta in 2.0 ** (np.arange(-43, 44) / 10):  # every stop of the beta slider
+    demo_9c.set(beta=beta)
+    on_slider.append(demo_9c.readouts())
+best = max(on_slider, key=lambda shown: shown["true_expected_reward"])
+beta_best_true, kl_at_best_true, proxy_at_best_true = best["beta"], best["kl"], best["expected_reward"]
+demo_9c.set(beta=2.0 ** -3.3)  # the stop nearest 0.1
+proxy_at_beta_0_1, true_at_beta_0_1 = demo_9c.readouts()["expected_reward"], demo_9c.readouts()["true_expected_reward"]
+''',
+        "the right numbers, taken from a demo built in the answer cell: the demo is not there while grading",
+        kind=Kind.FROM_DEMO, names=DEMO_MESSAGE,
     ),
 ]

@@ -1,5 +1,5 @@
 """Typical wrong answers for 06_kl_estimators."""
-from . import Kind, WrongAnswer
+from . import DEMO_MESSAGE, Kind, WrongAnswer
 
 NOTEBOOK = "06_kl_estimators"
 
@@ -36,13 +36,6 @@ u_common, u_rare = p_ref_4 / p_theta_4
 k1_estimate_none = {k1_none}
 k3_estimate_none = u_common - 1 - np.log(u_common)
 k3_estimate_one = {k3_one}
-'''
-
-
-# 11.9(d): the exact KL read off the demo at the student's own setting, as a student would
-_READ_TRUE_KL = '''yours_9d = variants.for_exercise("ex11_9d")
-sharp_demo = KLEstimatorDemo(x=yours_9d.x, tokens_per_estimate=16, reference="chapter" if yours_9d.chapter else "yours")
-true_kl = sharp_demo.readouts()["exact_kl"]
 '''
 
 
@@ -172,9 +165,11 @@ std_k3 = float(np.sqrt(p_theta_4.prod()) * (k3_rare - k3_common))
         kind=Kind.PITFALL, names="what your own gradients show",
     ),
     # --- Exercise 11.9(d) ----------------------------------------------------------------------------
+    # what a student reads off the demo and types in (the chapter's reference at the far left: no student id)
     WrongAnswer(
         NOTEBOOK, "ex11_9d__answer",
-        _READ_TRUE_KL + '''fraction_k3_below_kl = 0.5
+        '''true_kl = 0.2166
+fraction_k3_below_kl = 0.5
 smallest_std = "k3"
 smaller_std_of_k1_k3 = "k3"
 ''',
@@ -183,12 +178,25 @@ smaller_std_of_k1_k3 = "k3"
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_9d__answer",
-        _READ_TRUE_KL + '''sharp_demo.draw(4000)
-fraction_k3_below_kl = sharp_demo.readouts()["k3_below_kl_share"]
+        '''true_kl = 0.2166
+fraction_k3_below_kl = 0.70
 smallest_std = "k3"
 smaller_std_of_k1_k3 = "k3"
 ''',
         "reads the fraction right, but carries over the ordering of the spreads from the flatter side",
         kind=Kind.BREADTH,
+    ),
+    WrongAnswer(
+        NOTEBOOK, "ex11_9d__answer",
+        '''yours_9d = variants.for_exercise("ex11_9d")
+sharp_demo = KLEstimatorDemo(x=yours_9d.x, tokens_per_estimate=16, reference="chapter" if yours_9d.chapter else "yours")
+sharp_demo.draw(4000)
+shown = sharp_demo.readouts()
+true_kl, fraction_k3_below_kl = shown["exact_kl"], shown["k3_below_kl_share"]
+smallest_std = min(("k1", "k2", "k3"), key=lambda k: shown[f"{k}_std"])
+smaller_std_of_k1_k3 = min(("k1", "k3"), key=lambda k: shown[f"{k}_std"])
+''',
+        "the right numbers, taken from a demo built in the answer cell: the demo is not there while grading",
+        kind=Kind.FROM_DEMO, names=DEMO_MESSAGE,
     ),
 ]
