@@ -21,6 +21,44 @@ from lmpolicy.tinylm.model import KVCache, TinyLM
 from lmpolicy.tinylm.tokenizer import EOS, PAD, PROMPT_LEN, RESPONSE_LEN
 
 
+class PromptPass(NamedTuple):
+    """One pass of a model over a batch of prompts, kept so that several generations and teacher-forced answers
+    can continue from it (:func:`run_prompts`): the measurements of :class:`lmpolicy.tinylm.runs.HeldoutProbe`
+    answer the same prompts greedily, by sampling and with the correct answer."""
+
+    prompt_ids: torch.Tensor  # (B, PROMPT_LEN)
+    cache: KVCache  # the prompts' keys and values; copied, never extended, by whatever continues from it
+    last_logits: torch.Tensor  # (B, V): the logits of the last prompt column, which predict the first answer token
+
+
+@torch.no_grad()
+def run_prompts(model: TinyLM, prompt_ids: torch.Tensor) -> PromptPass:
+    """``model`` over the prompts ``prompt_ids`` (B, PROMPT_LEN) once, without gradient, in eval mode."""
+    if prompt_ids.ndim != 2 or prompt_ids.shape[1] != PROMPT_LEN:
+        raise ValueError(f"prompt_ids must have shape (B, {PROMPT_LEN}), got {tuple(prompt_ids.shape)}")
+    was_training = model.training
+    model.eval()
+    cache = KVCache()
+    last_logits = model(prompt_ids.long(), cache=cache)[:, -1]
+    model.train(was_training)
+    return PromptPass(prompt_ids.long(), cache, last_logits)
+
+
+@torch.no_grad()
+def answer_logits(model: TinyLM, prompts: PromptPass, response_ids: torch.Tensor) -> torch.Tensor:
+    """The logits (B, RESPONSE_LEN, V) that predict each token of ``response_ids`` (B, RESPONSE_LEN), the answers to
+    the prompts of ``prompts`` (one per prompt): ``model(prompt + response)[:, PROMPT_LEN - 1:-1]``, with the
+    prompts' columns taken from ``prompts`` instead of computed again. ``model`` must be the one that made it."""
+    if response_ids.shape != (len(prompts.prompt_ids), RESPONSE_LEN):
+        raise ValueError(f"response_ids must have shape ({len(prompts.prompt_ids)}, {RESPONSE_LEN}), "
+                         f"got {tuple(response_ids.shape)}")
+    was_training = model.training
+    model.eval()
+    later = model(response_ids[:, :-1].long(), cache=prompts.cache.copy())
+    model.train(was_training)
+    return torch.cat([prompts.last_logits[:, None], later], dim=1)
+
+
 class Generation(NamedTuple):
     ids: torch.Tensor  # (B, PROMPT_LEN + RESPONSE_LEN) prompt and response token ids
     response_mask: torch.Tensor  # (B, RESPONSE_LEN) 1.0 up to and including <eos>, 0.0 after
@@ -83,12 +121,15 @@ def generate(
     generator: torch.Generator | None = None,
     use_cache: bool = True,
     samples_per_prompt: int = 1,
+    prompts: PromptPass | None = None,
 ) -> Generation:
     """Answer every prompt in ``prompt_ids`` (B, PROMPT_LEN) ``samples_per_prompt`` times; see the module docstring.
 
     With ``samples_per_prompt = K`` the result has B * K rows, the K answers to prompt b in rows
     b * K ... b * K + K - 1 (the order of ``prompt_ids.repeat_interleave(K, 0)``). With the cache,
     each prompt is run through the model once and its keys and values are shared by its K answers.
+    ``prompts``, the pass of ``model`` over ``prompt_ids`` made by :func:`run_prompts`, is continued from instead
+    of running the prompts again (with the cache only; the same tokens either way).
     """
     check_sampling_settings(temperature, top_k, top_p)
     if prompt_ids.ndim != 2 or prompt_ids.shape[1] != PROMPT_LEN:
@@ -97,9 +138,13 @@ def generate(
         raise ValueError(f"samples_per_prompt must be a whole number >= 1, got {samples_per_prompt!r}")
     was_training = model.training
     model.eval()
+    if prompts is not None and (not use_cache or not torch.equal(prompts.prompt_ids, prompt_ids.long())):
+        raise ValueError("prompts must be the pass over these prompt_ids (run_prompts), and needs use_cache=True")
     cache = KVCache() if use_cache else None
     if use_cache:  # the prompts, once each; their K answers share the keys and values
-        logits = model(prompt_ids.long(), cache=cache)[:, -1]
+        if prompts is None:
+            prompts = run_prompts(model, prompt_ids)
+        cache, logits = prompts.cache.copy(), prompts.last_logits
         if samples_per_prompt > 1:
             logits = logits.repeat_interleave(samples_per_prompt, 0)
             cache.repeat_rows(samples_per_prompt)

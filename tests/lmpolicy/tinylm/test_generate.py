@@ -193,3 +193,41 @@ def test_samples_per_prompt_leaves_the_models_training_mode_alone(model, prompts
 def test_bad_samples_per_prompt_is_rejected(model, prompts, bad):
     with pytest.raises(ValueError, match="samples_per_prompt"):
         generate(model, prompts[:2], samples_per_prompt=bad)
+
+
+# --- one prompt pass shared by several continuations (the held-out probe's measurements) -------------------
+
+def test_generating_from_a_kept_prompt_pass_gives_the_same_tokens_and_leaves_the_pass_as_it_was(model, prompts):
+    from lmpolicy.tinylm.generate import run_prompts
+
+    kept = run_prompts(model, prompts)
+    length = kept.cache.length
+    for settings in (dict(temperature=0), dict(temperature=1.0, samples_per_prompt=3)):
+        alone = generate(model, prompts, generator=gen(5), **settings)
+        shared = generate(model, prompts, generator=gen(5), prompts=kept, **settings)
+        assert torch.equal(alone.ids, shared.ids)
+    assert kept.cache.length == length == PROMPT_LEN  # continuing copied the cache, never extended it
+
+
+def test_a_kept_prompt_pass_of_other_prompts_or_without_the_cache_is_refused(model, prompts):
+    from lmpolicy.tinylm.generate import run_prompts
+
+    kept = run_prompts(model, prompts[:5])
+    with pytest.raises(ValueError, match="pass over these prompt_ids"):
+        generate(model, prompts[5:10], prompts=kept)
+    with pytest.raises(ValueError, match="use_cache=True"):
+        generate(model, prompts[:5], prompts=kept, use_cache=False)
+
+
+def test_answer_logits_are_the_full_forwards_logits_that_predict_the_answer(model, prompts):
+    from lmpolicy.tinylm.generate import answer_logits, run_prompts
+
+    answers = generate(model, prompts, generator=gen(3))
+    kept = run_prompts(model, prompts)
+    with torch.no_grad():
+        full = model(answers.ids)[:, PROMPT_LEN - 1:-1]
+    # the same sums in another order: float32 rounding only (this model's logits are large: up to 2e-4 apart)
+    torch.testing.assert_close(answer_logits(model, kept, answers.response_ids), full, atol=5e-4, rtol=1e-4)
+    torch.testing.assert_close(answer_logits(model, kept, answers.response_ids), full, atol=5e-4, rtol=1e-4)  # again
+    with pytest.raises(ValueError, match="response_ids must have shape"):
+        answer_logits(model, kept, answers.response_ids[:3])

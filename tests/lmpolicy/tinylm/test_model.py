@@ -131,3 +131,24 @@ def test_forward_sharing_prompts_equals_the_full_forward_with_the_same_gradients
     torch.testing.assert_close(shared, full, atol=1e-5, rtol=1e-5)
     for got, expected in zip((p.grad for p in model.parameters()), want):
         torch.testing.assert_close(got, expected, atol=2e-4, rtol=1e-3)  # float32 sums in another order
+
+
+@pytest.mark.parametrize("n_rows,n_columns,high", [(2048, 11, 3), (500, 7, 15), (1, 4, 15), (0, 11, 15)])
+def test_unique_rows_is_torch_unique_of_the_rows(n_rows, n_columns, high):
+    from lmpolicy.tinylm.model import unique_rows
+
+    ids = torch.randint(0, high, (n_rows, n_columns), generator=torch.Generator().manual_seed(n_rows))
+    rows, which = unique_rows(ids)
+    expected_rows, expected_which = torch.unique(ids, dim=0, return_inverse=True)
+    assert torch.equal(rows, expected_rows) and torch.equal(which, expected_which)
+
+
+def test_unique_rows_of_ids_it_cannot_pack_falls_back_to_torch_unique():
+    from lmpolicy.tinylm.model import unique_rows
+
+    for ids in (torch.randint(0, 40, (300, 5)), torch.randint(0, 3, (300, 20))):  # ids past the vocabulary; long rows
+        rows, which = unique_rows(ids)
+        expected_rows, expected_which = torch.unique(ids, dim=0, return_inverse=True)
+        assert torch.equal(rows, expected_rows) and torch.equal(which, expected_which)
+    with pytest.raises(ValueError, match="integer dtype"):
+        unique_rows(torch.zeros(3, 4))

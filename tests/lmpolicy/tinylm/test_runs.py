@@ -74,3 +74,33 @@ def test_a_bar_ended_early_on_target_is_full_and_says_why():
     bar.close()
     last = out.getvalue().split("\r")[-1]
     assert "REINFORCE (on target)" in last and "4/4" in last and "100%" in last
+
+
+@needs_checkpoint
+def test_the_probe_measures_what_the_evaluation_and_a_full_forward_give():
+    """The probe continues one prompt pass; its figures are those of evaluate_model and of full forwards."""
+    import torch
+
+    from lmpolicy.tinylm.evaluate import evaluate_model, exact_token_kl
+    from lmpolicy.tinylm.generate import generate
+    from lmpolicy.tinylm.logprobs import sequence_logprob
+    from lmpolicy.tinylm.problems import heldout_problems
+    from lmpolicy.tinylm.runs import HeldoutProbe
+    from lmpolicy.tinylm.tokenizer import PROMPT_LEN
+
+    reference, policy = load_pretrained(), load_pretrained()
+    with torch.no_grad():  # a policy a little away from the reference
+        for weights in policy.parameters():
+            weights.add_(0.02 * torch.randn(weights.shape, generator=torch.Generator().manual_seed(weights.numel())))
+    problems = heldout_problems()[:300]
+    probe = HeldoutProbe(reference, problems, seed=7)
+    got = probe.measure(policy)
+    e = evaluate_model(policy, problems)
+    answers = generate(policy, probe.prompts, temperature=1.0, generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        token_kl = exact_token_kl(policy(answers.ids), reference(answers.ids))[:, PROMPT_LEN - 1:-1]
+    kl = sequence_logprob(token_kl, answers.response_mask).mean().item()
+    assert got["greedy"] == pytest.approx(e.greedy_accuracy, abs=1e-9)
+    assert got["sampled"] == pytest.approx(e.expected_sampled_accuracy, abs=1e-6)
+    assert got["kl"] == pytest.approx(kl, abs=1e-5) and kl > 0.01
+    assert probe.measure(policy) == got  # measuring changes nothing
