@@ -12,9 +12,10 @@
   NBGRADER_EXECUTION unset, so the long cells run in full.
 
 Prints each code cell's wall time and the kernel's CPU time in it (an IPython hook the bench adds in a first
-cell of its own), the totals, the bare kernel's, the difference, and the ratio to the goal (<= 150 s on two
-cores, kernel start included). The machine is shared: the load average is printed before and after; the CPU
-seconds are the figure that does not depend on the other jobs (the notebook trains on one thread).
+cell of its own), the totals, the bare kernel's, the difference, and the ratio to the goals (<= 150 s wall on two
+cores, kernel start included; <= 110 CPU-s in the kernel, which leaves the wall goal a margin). The machine is
+shared: the load average is printed before and after; the CPU seconds are the figure that does not depend on
+the other jobs (the notebook trains on one thread).
 
 **The thread setting** (``--threads``). Notebook 08's main run is ``reinforce.train(reinforce.Recipe())``
 from the shipped checkpoint (the notebook passes the student's three pieces; the library's reference pieces
@@ -48,7 +49,8 @@ from lmpolicy.tinylm.model import load_pretrained
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "source" / "ch11" / "08_tinylm_reinforce.ipynb"
-GOAL_SECONDS = 150.0
+GOAL_SECONDS = 150.0  # wall, two cores, kernel start included
+CPU_GOAL_SECONDS = 110.0  # the kernel's CPU time: a margin under GOAL_SECONDS that other jobs cannot eat (issue 22)
 THREADS = (1, 2)
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 CPU_HOOK = """\
@@ -122,6 +124,8 @@ def bench_notebook(keep_hidden_tests: bool, save: Path | None) -> None:
     verdict = "met" if total <= GOAL_SECONDS else "MISSED"
     print(f"goal <= {GOAL_SECONDS:.0f} s wall on two cores: ratio {total / GOAL_SECONDS:.2f}, {verdict} "
           f"(CPU: ratio {report['total'] / GOAL_SECONDS:.2f})")
+    cpu_verdict = "met" if report["total"] <= CPU_GOAL_SECONDS else "MISSED"
+    print(f"goal <= {CPU_GOAL_SECONDS:.0f} CPU-s in the kernel: ratio {report['total'] / CPU_GOAL_SECONDS:.2f}, {cpu_verdict}")
     print(f"load average {os.getloadavg()[0]:.1f} after")
 
 

@@ -7,7 +7,7 @@ From the shipped checkpoint, trains until the held-out targets of ``lmpolicy.tin
 ``eval_every_updates`` updates of each recipe, or for at most its ``max_updates`` (``--max-updates`` sets both):
 
 * REINFORCE with the library's recipe (``lmpolicy.tinylm.reinforce.Recipe()``: k1 leash, leave-one-out
-  baseline, prompts drawn by how often they were wrong, 3 clipped steps per batch, the library's
+  baseline, prompts drawn by how often they were wrong, 4 clipped steps per batch, the library's
   reference pieces);
 * SFT on fresh worked examples with their true answers (``lmpolicy.tinylm.sft.SFTRecipe()``);
 * with ``--plain``, also a plain recipe (32 prompts x 8 answers, Adam 3e-4, one step

@@ -67,7 +67,7 @@ def test_where_the_mistakes_are_is_quoted_from_the_table(prose):
 
 # --- sections 5 and 6: the runs the prose quotes, as the notebook's cells made them -------------------------
 
-RL_UPDATES, SFT_UPDATES = 30, 240  # section 6: 61,440 sampled answers, or worked examples, per run
+RL_UPDATES, SFT_UPDATES = 20, 160  # section 6: 40,960 sampled answers, or worked examples, per run
 runs_of_the_notebook = pytest.mark.xdist_group(NOTEBOOK08_GROUP)
 
 
@@ -135,12 +135,14 @@ def test_the_comparisons_are_quoted_as_the_seeded_runs_end(prose, comparison):
     assert f"each seeing {more_sft['answers']:,.0f} answers: {RL_UPDATES} updates" in prose
     assert f"after {more_sft['answers']:,.0f} answers" in prose
     # and what the prose says of them: the leash costs no accuracy worth the name and the leashed run is a little
-    # closer to the reference; the stronger leash is as accurate, much further left; rejection sampling ahead of
-    # REINFORCE; SFT far ahead and furthest from the reference
+    # closer to the reference; the stronger leash is as accurate, clearly further left; rejection sampling ahead of
+    # REINFORCE and a little further from the reference; SFT far ahead and furthest from the reference
     for key in ("greedy", "sampled"):
         assert abs(leashed[key] - free[key]) < 0.01 and abs(dial[key] - leashed[key]) < 0.01
     assert leashed["kl"] < free["kl"]
-    assert dial["kl"] < min(leashed["kl"], free["kl"]) - 0.05
+    assert dial["kl"] < min(leashed["kl"], free["kl"]) - 0.04
     assert rft["greedy"] > leashed["greedy"] and rft["sampled"] > leashed["sampled"]
+    assert max(leashed["kl"], free["kl"]) < rft["kl"] < max(leashed["kl"], free["kl"]) + 0.1
+    assert more_sft["greedy"] > rft["greedy"] + 0.01
     assert more_sft["sampled"] > rft["sampled"] + 0.03
     assert more_sft["kl"] > max(free["kl"], rft["kl"]) and more_sft["kl"] > leashed["kl"]
