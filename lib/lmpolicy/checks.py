@@ -328,7 +328,8 @@ def call_counting(fn, callee: str, *args, **kwargs):
 DONE_CALL = re.compile(r"""\bdone\(\s*["']([A-Za-z0-9_]+)["']\s*\)""")
 
 
-def _under_grader() -> bool:
+def running_under_grader() -> bool:
+    """True while nbgrader executes the notebook (it sets NBGRADER_EXECUTION: validate or autograde)."""
     return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
@@ -373,7 +374,7 @@ class _CellRecorder:
     def post_run_cell(self, result) -> None:
         """Record what the cell's checks found; a failure here prints one line, never a traceback."""
         info = getattr(result, "info", None)
-        if _under_grader() or info is None or isinstance(result.error_in_exec, KeyboardInterrupt):
+        if running_under_grader() or info is None or isinstance(result.error_in_exec, KeyboardInterrupt):
             return  # an interrupted check neither passed nor failed
         try:
             self._record(result)
@@ -419,7 +420,7 @@ def _install_recorder() -> _CellRecorder | None:
     """Register the hooks once per IPython shell; None outside IPython or under the grader."""
     global _RECORDER
     shell = _ipython()
-    if shell is None or _under_grader():
+    if shell is None or running_under_grader():
         return None
     if _RECORDER is None or getattr(shell, "_lmpolicy_recorder", None) is not _RECORDER:
         _RECORDER = _CellRecorder()
@@ -533,7 +534,7 @@ def done(exercise_key: str) -> None:
     a check cell that fails after this call still counts as failing; elsewhere it is written now.
     """
     exercise = progress.exercise(exercise_key)
-    if not _under_grader():
+    if not running_under_grader():
         recorder = _install_recorder()
         if recorder is not None:
             recorder.passed_in_cell.add(exercise_key)
@@ -555,7 +556,7 @@ def mark_done(exercise_key: str) -> None:
     so there is nothing to tick by hand.
     """
     exercise = progress.exercise(exercise_key)
-    if _under_grader():
+    if running_under_grader():
         return
     states = [s for s in progress.item_states(exercise.notebook, student_notebook=_this_notebook(exercise.notebook))
               if s.item.exercise == exercise and s.item.written]
@@ -569,7 +570,7 @@ def mark_done(exercise_key: str) -> None:
 def summary(notebook: str) -> None:
     """Print notebook ``notebook``'s graded items with their state: passed, failing (with the reason),
     changed since it passed, not attempted, written answer still empty."""
-    if _under_grader():
+    if running_under_grader():
         print("(the summary of your checks appears when you run this cell yourself, not under nbgrader)")
         return
     print(progress.notebook_summary(notebook, student_notebook=_this_notebook(notebook)))

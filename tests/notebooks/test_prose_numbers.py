@@ -121,8 +121,8 @@ PROSE_NUMBERS = [
     # 05, after 11.5(b): the chapter's slip on V(b) at beta = 0.5, and what the demo's tree shows
     ProseNumber(NB05, "$0.5 \\ln(0.5 + 0.5 e^4) = {}$, which rounds to {}",
                 lambda: (fixed(worked_soft_value(0.5, "b"), 5), fixed(worked_soft_value(0.5, "b"), 3))),
-    ProseNumber(NB05, "its tree shows soft values to two decimals, $V(b) = {}$",
-                lambda: (fixed(TiltingDemo(beta=0.5).token_view()["b"]["soft_value"], 2),)),
+    ProseNumber(NB05, "its tree shows soft values to three decimals, $V(b) = {}$",
+                lambda: (fixed(TiltingDemo(beta=0.5).token_view()["b"]["soft_value"], 3),)),
     # 05, section 8: the posterior view
     ProseNumber(NB05, "The odds stay at the reference's ${} / {} = {}$",
                 lambda: (fixed(reference_prob("aa"), 2), fixed(reference_prob("ba"), 2),

@@ -13,9 +13,8 @@ refusing under Validate too tells the student so before they hand in, in words t
 from __future__ import annotations
 
 import functools
-import os
 
-from lmpolicy.checks import CheckFailed
+from lmpolicy.checks import CheckFailed, running_under_grader  # noqa: F401  (notebooks import it from here)
 
 GRADER_NOTE = "(interactive demo skipped: it only runs in JupyterLab, not under the grader)"
 
@@ -31,11 +30,6 @@ def text_block(html: str, note: bool = False) -> str:
     for the explanations below a demo's controls and pictures."""
     style = f"line-height: {LINE_HEIGHT}" + ("; font-size: 0.92em; color: #555" if note else "")
     return f"<div style='{style}'>{html}</div>"
-
-
-def running_under_grader() -> bool:
-    """True while nbgrader executes the notebook (it sets NBGRADER_EXECUTION: validate or autograde)."""
-    return bool(os.environ.get("NBGRADER_EXECUTION"))
 
 
 class DemoNotAvailableWhileGrading(CheckFailed):
@@ -57,15 +51,19 @@ def _cell_number() -> int | None:
 _refused: list[tuple[int | None, DemoNotAvailableWhileGrading]] = []
 
 
+def _refusal_text(demo: str, used: str) -> tuple[str, str]:
+    """The refusal's message and hint."""
+    # short lines: ``nbgrader validate`` shows each line of an error cut at 83 characters
+    return (f"your answer used {demo}.{used}\n"
+            f"The demo is not there while your notebook is graded, so that answer scores 0.",
+            "read the numbers off the demo in JupyterLab and type them in\n"
+            "(or compute them with your own functions).")
+
+
 def refusal(demo: str, used: str) -> DemoNotAvailableWhileGrading:
     """The error for ``used`` (e.g. "readouts()") of the demo class named ``demo``, under the grader,
     recorded for ``check_answer_not_from_demo``."""
-    # short lines: ``nbgrader validate`` shows each line of an error cut at 83 characters
-    error = DemoNotAvailableWhileGrading(
-        f"your answer used {demo}.{used}\n"
-        f"The demo is not there while your notebook is graded, so that answer scores 0.",
-        "read the numbers off the demo in JupyterLab and type them in\n"
-        "(or compute them with your own functions).")
+    error = DemoNotAvailableWhileGrading(*_refusal_text(demo, used))
     _refused[:] = [(_cell_number(), error)]
     return error
 
@@ -106,6 +104,26 @@ def _guard_public_members(cls) -> None:
                                         member.fset, member.fdel, member.__doc__))
         elif callable(member) and not isinstance(member, (type, staticmethod, classmethod)):
             setattr(cls, name, _refusing_under_grader(member, f"{name}()"))
+
+
+@functools.cache
+def every_member_refusal() -> frozenset[tuple[str, ...]]:
+    """The error output (its traceback lines) of every refusal a guarded member of the course's demos can give:
+    a finite set, one per demo and member, so output that matches one carries nothing else. (A public
+    attribute a stand-in never set is refused too, under any name, so those refusals are not in the set.)"""
+    import lmpolicy.demos.kl_estimators  # noqa: F401  (each demo registers itself as a WidgetDemo subclass)
+    import lmpolicy.demos.tilting  # noqa: F401
+
+    refusals = set()
+    for demo in WidgetDemo.__subclasses__():
+        for cls in (demo, WidgetDemo):  # the demo's own members, and ``widget``
+            for name, member in vars(cls).items():
+                function = member.fget if isinstance(member, property) else member
+                if not name.startswith("_") and hasattr(function, "__wrapped__"):  # guarded: _refusing_under_grader
+                    used = name if isinstance(member, property) else f"{name}()"
+                    error = DemoNotAvailableWhileGrading(*_refusal_text(demo.__name__, used))
+                    refusals.add(tuple(error._render_traceback_()))
+    return frozenset(refusals)
 
 
 class WidgetDemo:

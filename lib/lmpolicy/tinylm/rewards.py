@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from lmpolicy.tinylm.generate import response_mask
+from lmpolicy.tinylm.model import unique_rows
 from lmpolicy.tinylm.tokenizer import RESPONSE_LEN, decode_prompt, encode_responses
 
 
@@ -27,7 +28,7 @@ def verifier_reward(prompt_ids: torch.Tensor, response_ids: torch.Tensor) -> tor
     if response_ids.shape[1] != RESPONSE_LEN:
         raise ValueError(f"response_ids must have {RESPONSE_LEN} columns (the response budget), "
                          f"got {response_ids.shape[1]}")
-    distinct_prompts, which = torch.unique(prompt_ids, dim=0, return_inverse=True)
+    distinct_prompts, which = unique_rows(prompt_ids)
     correct = encode_responses([sum(decode_prompt(p)) for p in distinct_prompts])[which]
     agrees = (response_ids == correct) | (response_mask(correct) == 0)
     return agrees.all(dim=1).float()

@@ -3,7 +3,9 @@
 The tests call the submission's functions with their inputs, hidden ones included, so a submission can
 record them and print them in a later cell. Its feedback shows no output of a code cell after the first
 test cell (a short note instead); the instructor still sees every output in the autograded notebook and
-in formgrader. A course that wants the student to see them sets ``c.HideOutputAfterFirstTest.enabled = False``.
+in formgrader. One output is kept: a demo's refusal to hand out numbers (lmpolicy.demos.base), the one
+reason an answer cell fails only under the grader; there is one such refusal per demo and member, so it
+carries nothing the submission recorded. A course that wants the student to see them sets ``c.HideOutputAfterFirstTest.enabled = False``.
 """
 from __future__ import annotations
 
@@ -30,5 +32,15 @@ class HideOutputAfterFirstTest(NbGraderPreprocessor):
             if is_test(cell):
                 tested = True
             elif tested and cell.cell_type == "code" and cell.get("outputs"):
-                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=self.note + "\n")]
+                kept = [output for output in cell.outputs if _is_demo_refusal(output)]
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=self.note + "\n"), *kept]
         return nb, resources
+
+
+def _is_demo_refusal(output) -> bool:
+    """An error output that is, line for line, a demo's refusal of one of its members."""
+    if output.get("output_type") != "error" or output.get("ename") != "DemoNotAvailableWhileGrading":
+        return False
+    from lmpolicy.demos.base import every_member_refusal  # ipywidgets and matplotlib: only when needed
+
+    return tuple(output.get("traceback", ())) in every_member_refusal()

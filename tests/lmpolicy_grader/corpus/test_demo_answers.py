@@ -84,9 +84,6 @@ def test_graded_each_answer_taken_from_a_demo_scores_0_and_says_why_where_it_ran
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the feedback hides the output of every code cell after the first test "
-                   "(preprocessors/hide_output_after_first_test.py), the answer cell's too, and the checks run in "
-                   "the trusted kernel, which never saw the refusal: the check says the answer 'is None'")
 def test_graded_the_feedback_says_why_an_answer_taken_from_a_demo_scores_0(graded):
     for name in NOTEBOOKS:
         feedback = (graded / "feedback" / STUDENT / "ch11" / f"{name}.html").read_text()
