@@ -1,15 +1,28 @@
-"""The feedback's HTML exporter: nbconvert's, with its templates compiled once per grading process.
+"""The feedback's HTML exporter: nbconvert's, with two costs of each notebook's feedback taken away.
 
-nbgrader makes a new exporter for every notebook's feedback, and nbconvert a new Jinja environment
-for every exporter, so the feedback templates (nbconvert's classic HTML and nbgrader's feedback
-page, about ten files) were compiled again for every notebook: a third of a second of each. Their
-compiled code is kept here for the life of the process, keyed by template and checked against the
-template's source (Jinja's bytecode cache), so an edited template is compiled afresh.
+- **Templates compiled once per grading process.** nbgrader makes a new exporter for every notebook's
+  feedback, and nbconvert a new Jinja environment for every exporter, so the feedback templates
+  (nbconvert's classic HTML and nbgrader's feedback page, about ten files) were compiled again for every
+  notebook: a third of a second of each. Their compiled code is kept for the life of the process, keyed
+  by template and checked against the template's source (Jinja's bytecode cache), so an edited template
+  is compiled afresh.
+- **No second parse of the page.** nbconvert's HTMLExporter parses the whole page it has just rendered
+  with BeautifulSoup (html.parser) to give images without alt text one, and the lab template's input and
+  output areas a tabindex, then writes it out again: 0.1-0.5 s a notebook, up to 40% of its feedback
+  (bench/bench_sandbox.py). The same three edits are made here on the rendered text.
 """
 from __future__ import annotations
 
+import re
+
 import jinja2
-from nbconvert.exporters import HTMLExporter
+from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+NO_ALT_TEXT = "No description has been provided for this image"  # nbconvert's words
+_IMAGE_WITHOUT_ALT = re.compile(r"<img(?![^>]*\salt=)")
+_FOCUSABLE_AREA = re.compile(r'<div class="((?:[^"]* )?(?:jp-Cell-inputWrapper|jp-OutputArea-output)(?: [^"]*)?)"')
 
 
 class _CompiledTemplates(jinja2.BytecodeCache):
@@ -36,3 +49,21 @@ class FeedbackHTMLExporter(HTMLExporter):
         environment = super()._create_environment()
         environment.bytecode_cache = COMPILED_TEMPLATES
         return environment
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        """HTMLExporter's page, with its accessibility edits made on the text instead of a parsed tree."""
+        language = nb.metadata.get("language_info", {})
+        self.register_filter("highlight_code", self.filters.get(
+            "highlight_code", Highlight2HTML(pygments_lexer=language.get("pygments_lexer", language.get("name")),
+                                             parent=self)))
+        resources = self._init_resources(resources)
+        self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
+                                                                       parent=self, resources=resources))
+        html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+        return accessible(html), resources
+
+
+def accessible(html: str) -> str:
+    """``html`` with alt text on every image that has none, and the input and output areas focusable."""
+    html = _IMAGE_WITHOUT_ALT.sub(f'<img alt="{NO_ALT_TEXT}"', html)
+    return _FOCUSABLE_AREA.sub(r'<div class="\1" tabindex="0"', html)
