@@ -56,6 +56,7 @@ from lmpolicy_grader.class_grading.course import (ASSIGNMENT, Outcome, assignmen
 from lmpolicy_grader.class_grading.cluster import (ClusterUnavailable, adopt_surroundings, describe, grading_client,
                                      local_surroundings)
 from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
+from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
 from lmpolicy_grader.kernels.spares import expect_next_notebook, stop_spares
 from lmpolicy_grader.incidents import INCIDENTS, Incident
 from lmpolicy_grader.isolation.sandbox import require_sandbox
@@ -168,6 +169,8 @@ def worker_config(course_root: str, sandbox: bool):
             "Dask worker needs it at the same path, on a file system shared with the instructor's machine")
     if course_root not in _LOADED:
         loaded = load_config(Path(course_root))
+        # the trusted kernels' zygote imports torch beside the rest of the start-up, not in the first notebook
+        TrustedKernelManager(config=loaded).start_zygote()
         prepare_worker(Path(course_root), loaded)
         _LOADED[course_root] = loaded
     if sandbox:
