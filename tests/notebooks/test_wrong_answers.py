@@ -5,6 +5,7 @@ replacement cell and the exercise's test cells (they must fail with a friendly c
 reference answer cell again and the test cells (they must pass). An answer taken from a demo
 (``Kind.FROM_DEMO``) is right in the student's JupyterLab and fails under nbgrader with the demo's message.
 """
+import contextlib
 import copy
 import re
 
@@ -45,18 +46,26 @@ def test_wrong_answers_name_real_answer_cells(wrong):
     assert "BEGIN SOLUTION" not in wrong.source and wrong.why.strip()
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", CORPUS_NOTEBOOKS)
-def test_hidden_tests_fail_each_wrong_answer_and_pass_the_reference(name, tmp_path):
+@contextlib.contextmanager
+def reference_run(name: str, tmp_path, *, grader: bool):
+    """A kernel that has run notebook ``name`` with its reference answers (as nbgrader runs it if ``grader``):
+    its client, the notebook's cells as they were before running, and each graded cell's index."""
     nb = read(SOURCE_DIR / f"{name}.ipynb")  # the runner stores every executed cell back into nb.cells
     pristine = copy.deepcopy(nb.cells)
     index_of = {grade_id(cell): i for i, cell in enumerate(nb.cells) if grade_id(cell)}
     runner = client(nb)
-    problems = []
-    with runner.setup_kernel(env=kernel_env(grader=True, progress_file=tmp_path / "progress.json")):
+    with runner.setup_kernel(env=kernel_env(grader=grader, progress_file=tmp_path / "progress.json")):
         for i, cell in enumerate(copy.deepcopy(pristine)):
             if cell.cell_type == "code":
                 assert run_cell(runner, cell, i) is None, f"{name}: the reference notebook fails at cell {i}"
+        yield runner, pristine, index_of
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CORPUS_NOTEBOOKS)
+def test_hidden_tests_fail_each_wrong_answer_and_pass_the_reference(name, tmp_path):
+    problems = []
+    with reference_run(name, tmp_path, grader=True) as (runner, pristine, index_of):
         for wrong in (w for w in WRONG_ANSWERS if w.notebook == name):
             tests = [(i, c) for i, c in enumerate(pristine) if is_autograded_test(c) and exercise_key(c) == wrong.exercise]
             answer_index = index_of[wrong.cell]
@@ -97,15 +106,8 @@ def demo_message_problems(wrong, answer_cell, answer_error, tests, errors) -> li
 def test_each_answer_taken_from_a_demo_passes_every_check_in_jupyterlab(name, tmp_path):
     """Issue 20's gap: such an answer is right where the student works (so only nbgrader can tell them, and
     does, at once); here, with no grader, its visible and hidden checks pass."""
-    nb = read(SOURCE_DIR / f"{name}.ipynb")
-    pristine = copy.deepcopy(nb.cells)
-    index_of = {grade_id(cell): i for i, cell in enumerate(nb.cells) if grade_id(cell)}
-    runner = client(nb)
     problems = []
-    with runner.setup_kernel(env=kernel_env(grader=False, progress_file=tmp_path / "progress.json")):
-        for i, cell in enumerate(copy.deepcopy(pristine)):
-            if cell.cell_type == "code":
-                assert run_cell(runner, cell, i) is None, f"{name}: the reference notebook fails at cell {i}"
+    with reference_run(name, tmp_path, grader=False) as (runner, pristine, index_of):
         for wrong in (w for w in FROM_DEMO if w.notebook == name):
             replaced = copy.deepcopy(pristine[index_of[wrong.cell]])
             replaced.source = wrong.source
