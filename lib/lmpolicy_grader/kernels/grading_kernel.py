@@ -30,6 +30,7 @@ from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, DottedObjectName, Float, Int
 
+from lmpolicy import arithmetic
 from lmpolicy_grader.isolation import library_view
 from lmpolicy_grader.isolation.cgroup import cgroup_problem
 from lmpolicy_grader.isolation.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox,
@@ -57,7 +58,7 @@ def grading_kernel_spec(memory_bytes: int = DEFAULT_MEMORY_BYTES, cpu_seconds: i
                  "--IPKernelApp.log_level=ERROR"],
         "display_name": "Python 3 (lmpolicy grader, limited)",
         "language": "python",
-        "env": dict(ONE_THREAD, MPLBACKEND="Agg"),
+        "env": dict(ONE_THREAD, **arithmetic.PINNED, MPLBACKEND="Agg"),
         "metadata": {"debugger": False},
     }
 

@@ -86,7 +86,9 @@ def test_kv_cache_repeat_rows_continues_like_a_cache_of_the_repeated_prompts(mod
     shared.repeat_rows(3)
     direct = KVCache()
     first_direct = model(prompts.repeat_interleave(3, 0), cache=direct)
-    torch.testing.assert_close(first_shared.repeat_interleave(3, 0), first_direct)
+    # a batch of 3 rows and one of 9 are multiplied in different blocks (MKL's compatible path, lmpolicy.arithmetic):
+    # the same logits up to float32 rounding, as the steps below
+    torch.testing.assert_close(first_shared.repeat_interleave(3, 0), first_direct, rtol=1e-5, atol=1e-4)
     assert shared.length == direct.length == 7
     assert torch.equal(shared.n_real, direct.n_real) and torch.equal(shared.key_is_real, direct.key_is_real)
     # the three copies of each prompt now continue differently, including an <eos> then <pad>

@@ -1,0 +1,43 @@
+"""The same floating-point arithmetic on every x86-64 machine, so that a seeded run gives the same numbers.
+
+torch picks its kernels by the processor it finds: AVX-512 on one machine, AVX2 on another, and Intel's
+MKL (torch's matrix products on x86) picks its own code path by processor and vendor. Each path rounds in
+a different order. One forward pass differs only in the last bits, but training amplifies that: the same
+seeded REINFORCE run of notebook 08 reached its target at update 90 on one machine and at update 100 or 130
+on others (native AVX-512, pinned AVX2, pinned AVX2 with MKL's compatible path; ``bench/bench_reinforce.py``).
+
+So, before torch computes anything, the course pins both choices:
+
+* ``ATEN_CPU_CAPABILITY=avx2``: torch's own kernels take their AVX2 path (every Intel or AMD laptop since
+  about 2015 has it); a processor without AVX2 falls back to the plain path, and its numbers differ;
+* ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility on its SSE2 path, the one branch that
+  gives the same results on Intel and AMD processors alike. It costs speed (REINFORCE about 1.4x slower
+  than AVX-512 on an AMD EPYC), the price of a notebook whose prose can quote its numbers.
+
+Both are read when torch runs its first operation, not when it is imported, so importing ``lmpolicy``
+right after ``import torch`` is in time. Apple-silicon Macs have neither (torch runs NEON kernels there):
+their runs land near, not on, the quoted numbers.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE"}
+
+
+def pin() -> None:
+    """Pin torch's and MKL's code paths (unless the environment already chose them); if torch is already
+    imported, check that it had not yet computed anything (torch is not imported here: the grader's own
+    process imports parts of lmpolicy and has no use for it)."""
+    for name, value in PINNED.items():
+        os.environ.setdefault(name, value)
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    capability = torch.backends.cpu.get_cpu_capability()  # fixed by torch's first operation, from then on
+    if capability.startswith("AVX512") and os.environ["ATEN_CPU_CAPABILITY"] == PINNED["ATEN_CPU_CAPABILITY"]:
+        warnings.warn("torch computed something before lmpolicy was imported, so it runs its AVX-512 kernels "
+                      "and seeded runs will not give the numbers the notebook quotes: restart the kernel and "
+                      "run the notebook from its first cell", RuntimeWarning, stacklevel=3)
