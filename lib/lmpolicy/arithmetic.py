@@ -3,8 +3,8 @@
 torch picks its kernels by the processor it finds: AVX-512 on one machine, AVX2 on another, and Intel's
 MKL (torch's matrix products on x86) picks its own code path by processor and vendor. Each path rounds in
 a different order. One forward pass differs only in the last bits, but training amplifies that: the same
-seeded REINFORCE run of notebook 08 reached its target at update 90 on one machine and at update 100 or 130
-on others (native AVX-512, pinned AVX2, pinned AVX2 with MKL's compatible path; ``bench/bench_reinforce.py``).
+seeded REINFORCE run of notebook 08 (``python -m lmpolicy.tinylm.reinforce``) reached its target at update 90
+on one machine, and on an AMD EPYC at update 100 with torch's AVX-512 kernels and 130 with its AVX2 ones.
 
 So, before torch computes anything, the course pins both choices:
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-HAS_AVX2 = "avx2" in Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else False
-HAS_AVX512 = HAS_AVX2 and " avx512f" in Path("/proc/cpuinfo").read_text()
+CPU_FLAGS = set(Path("/proc/cpuinfo").read_text().split()) if Path("/proc/cpuinfo").exists() else set()
+HAS_AVX2, HAS_AVX512 = "avx2" in CPU_FLAGS, "avx512f" in CPU_FLAGS
 CLEAN_ENV = {"PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "default"}
 
 
