@@ -3,8 +3,9 @@
 The answer cells are as the release hands them out (nbgrader's own ClearSolutions: ``raise
 NotImplementedError()`` bodies) and the hidden tests are gone (ClearHiddenTests). Every code cell runs in
 order in one kernel, as a student stepping through the notebook runs it, errors and all. The cells that
-train with the student's pieces (section 5's run and section 6's comparison) must stop before training,
-with one line that names the piece to write first; nothing of a training run (no progress bar) may appear.
+need the student's pieces (section 5's run, its plot and section 6's comparison) must stop before training,
+with one line that names the piece to write first; nothing of a training run (no progress bar) may appear,
+and no cell may fail on a name the stopped run would have defined.
 """
 import copy
 import os
@@ -46,9 +47,10 @@ def answer_cell_index(nb, piece: str) -> int:
     return index
 
 
-def training_cells(nb) -> list[int]:
-    """The cells that train with the student's pieces: they pass ``your_pieces`` to ``reinforce.train``."""
-    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "**your_pieces" in c.source]
+def cells_needing_the_pieces(nb) -> list[int]:
+    """The cells that need the student's pieces: those that train with them (they pass ``your_pieces`` to
+    ``reinforce.train``) and the one that plots section 5's run."""
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "your_pieces" in c.source]
 
 
 def run(client, nb, index: int) -> str | None:
@@ -78,8 +80,8 @@ def assert_stops_at_once_naming(cell, piece: str) -> None:
 def test_the_cells_that_train_with_the_pieces_say_at_once_which_to_write(tmp_path):
     source = nbformat.read(NOTEBOOK, as_version=4)
     nb = as_released(source)
-    train_cells = training_cells(nb)
-    assert len(train_cells) == 2, "section 5's run and section 6's comparison"
+    train_cells = cells_needing_the_pieces(nb)
+    assert len(train_cells) == 3, "section 5's run, its plot and section 6's comparison"
     for piece in PIECES:
         assert "raise NotImplementedError()" in nb.cells[answer_cell_index(nb, piece)].source
     env = dict(os.environ, LMPOLICY_PROGRESS_FILE=str(tmp_path / "progress.json"))
@@ -92,6 +94,8 @@ def test_the_cells_that_train_with_the_pieces_say_at_once_which_to_write(tmp_pat
         for i in train_cells:
             assert errors[i] == "PieceNotWritten", (i, errors[i])
             assert_stops_at_once_naming(nb.cells[i], PIECES[0])
+        # no cell below a stopped run trips over the name the run would have defined (`history`)
+        assert "NameError" not in errors.values(), {i: e for i, e in errors.items() if e == "NameError"}
 
         # the first two pieces written (the reference answers), the loss not yet: the loss is named
         for piece in PIECES[:2]:
