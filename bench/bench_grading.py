@@ -17,7 +17,7 @@
 2. One submission (the reference): the bare execution of its notebooks with nbclient, one after the
    other, in the stock python3 kernel, vs. grading it with the course command (worker start-up,
    sanitizing, guard, gradebook, feedback included), with 1 worker and with W workers.
-   Goal: grading / bare <= 1.3.
+   Goal: grading / bare <= 1.2 with 1 worker (issue 20).
 3. The gradebook under concurrent writers (``--part gradebook``, not part of ``all``): W processes
    each write S submissions the way Autograde does (one session creates the submission, the next
    stores its grades), with SQLite's own locking alone and with the grader's ``.gradebook.lock``;
@@ -147,6 +147,9 @@ class Settings:
     """submissions each writer of part 'gradebook' writes"""
     sandbox: Literal["on", "off"] = "on"
     """grade in the bubblewrap sandbox or without it (parts one, class and engine)"""
+    runs: str = ""
+    """comma-separated runs of part 'class' (empty: all): stock, "stock, trusted kernel not forked", "stock with
+    spares", grader, "grader, trusted kernel not forked", "nbgrader as shipped"; grader is always run"""
     class_size: int = 40
     """notebooks graded by part 'engine'"""
     rounds: int = 1
@@ -172,7 +175,8 @@ def main(s: Settings) -> None:
     if s.part != "class":
         one_submission(root, course, s.workers)
     if s.part != "one":
-        whole_class(root, course, [nbgrader, *stock_sandbox], s.students, s.workers, s.rounds)
+        whole_class(root, course, [nbgrader, *stock_sandbox], s.students, s.workers, s.rounds,
+                    [name.strip() for name in s.runs.split(",") if name.strip()])
     print(f"\n{_load()}")
     shutil.rmtree(root)
 
@@ -188,11 +192,12 @@ def one_submission(root: Path, course: list[str], workers: int) -> None:
     grade_one_w = _run(course + ["--student", "reference", "--workers", str(workers)], root)
     print(f"\none submission (reference, {len(list((root / 'source' / 'ch11').glob('*.ipynb')))} notebooks)")
     print(f"  bare execution (nbclient, stock kernel, serial) {bare:7.1f} s")
-    print(f"  lmpolicy_grader grade, 1 worker                {grade_one_1:7.1f} s   ratio {grade_one_1 / bare:.2f} (goal <= 1.3)")
+    print(f"  lmpolicy_grader grade, 1 worker                {grade_one_1:7.1f} s   ratio {grade_one_1 / bare:.2f} (goal <= 1.2)")
     print(f"  lmpolicy_grader grade, {workers} workers               {grade_one_w:7.1f} s   ratio {grade_one_w / bare:.2f}")
 
 
-def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, workers: int, rounds: int) -> None:
+def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, workers: int, rounds: int,
+                only: list[str]) -> None:
     students = make_class(root, size)
     # stock nbgrader reads the course config, so its Execute is the course's GradingExecute, spare kernels
     # included; nbgrader's own way, each notebook's kernels started when it comes, is spare_kernels=False
@@ -211,6 +216,10 @@ def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, w
         "nbgrader as shipped": ("nbgrader as shipped: its own preprocessors, no sandbox, tests in the python3 kernel",
                                 autograde, _shipped_config(root)),
     }
+    if only:
+        if unknown := set(only) - set(runs):
+            raise SystemExit(f"--runs: no run named {', '.join(sorted(unknown))}; the runs are: {', '.join(runs)}")
+        runs = {name: run for name, run in runs.items() if name in only or name == "grader"}
     measured: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
     for round_ in range(rounds):  # every second round in the other order, so that a change of load weighs on all
         for name in (list(runs) if round_ % 2 == 0 else list(reversed(runs))):
@@ -223,9 +232,12 @@ def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, w
     cores_busy = {name: statistics.median(c for _, c in values) for name, values in measured.items()}
     for name, (label, _, _) in runs.items():
         print(f"  {label:84} {seconds[name]:7.1f} s   {cores_busy[name]:.2f} cores busy")
-    for baseline in ("stock", "stock with spares", "nbgrader as shipped"):
+    for baseline in [name for name in ("stock", "stock with spares", "nbgrader as shipped") if name in runs]:
         per_round = ", ".join(f"{b[0] / g[0]:.2f}x" for b, g in zip(measured[baseline], measured["grader"]))
-        print(f"  lmpolicy_grader over {baseline}: {per_round}" + ("   (goal >= 2.5x)" if baseline == "stock" else ""))
+        goal = {"stock": "   (goal >= 2.5x)", "nbgrader as shipped": "   (goal >= 2.2x, issue 20)"}.get(baseline, "")
+        print(f"  lmpolicy_grader over {baseline}: {per_round}{goal}")
+    if not {"stock", "stock, trusted kernel not forked", "grader, trusted kernel not forked"} <= set(runs):
+        return  # the lines below compare runs that were left out
     print(f"  forking the trusted kernel: stock {seconds['stock'] / seconds['stock, trusted kernel not forked']:.2f}, "
           f"lmpolicy_grader {seconds['grader'] / seconds['grader, trusted kernel not forked']:.2f} of the time unforked")
     # on a machine this small, a grader can only be faster than stock by the cores stock leaves idle and by

@@ -19,7 +19,7 @@ the other and in this order:
    zygote (``c.TrustedKernelManager.forked = False``, as before ``forked_kernel``).
 
 Rounds interleave the six, so a change of machine load hits all of them alike; the table gives every
-round and the median, with the ratios grader/bare (goal <= 1.3), sandbox on/off, spares on/off,
+round and the median, with the ratios grader/bare (goal <= 1.2), sandbox on/off, spares on/off,
 control group on/off and forked/not forked.
 
 Then where the time goes, each part measured the same number of times (median):
@@ -56,7 +56,7 @@ REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 GRADE = [PYTHON, "-m", "lmpolicy_grader", "grade", "--no-release", "--no-examples", "--student", "reference",
          "--workers", "1"]
-GOAL_RATIO = 1.3
+GOAL_RATIO = 1.2  # issue 20: one submission, one worker, within 1.2x its bare execution
 
 
 @dataclass

@@ -10,9 +10,9 @@ the course folder at the same path, through the file system a hub deployment alr
 carries only that path and the (student, notebook) it grades, and returns an ``Outcome``.
 
 Where start-up is paid. Importing nbgrader and the course's preprocessors, reading
-``nbgrader_config.py`` and preparing the gradebook (``gradebook.prepare_worker``: for SQLite, the
-file lock every nbgrader session then holds) take seconds; a ``WorkerPlugin`` (``GraderStartup``)
-does it once per worker process, when it joins the cluster or is restarted, and the tasks find it
+``nbgrader_config.py``, preparing the gradebook (``gradebook.prepare_worker``: for SQLite, the
+file lock every nbgrader session then holds) and starting the first notebook's two kernels (which import
+torch) take seconds; a ``WorkerPlugin`` (``GraderStartup``) does it once per worker process, when it joins the cluster or is restarted, and the tasks find it
 done (``worker_config``). It also checks, on the worker, what the worker needs: one thread, the
 course folder in view, the sandbox if the kernels are to run in one. The imports are paid once in all
 on the local cluster, whose workers are forked from a process that has made them (``cluster``), as the
@@ -155,14 +155,15 @@ _CONFIGS: dict[tuple[str, bool], object] = {}    # (course root, sandbox) -> the
 def worker_config(course_root: str, sandbox: bool):
     """The course config for grading in this process, made on first use: nbgrader and the course's
     preprocessors imported, ``nbgrader_config.py`` read, the gradebook prepared, the kernel's
-    sandbox set (and checked, if on), nbgrader's log quietened. Later calls return it at once."""
+    sandbox set (and checked, if on), the first notebook's kernels started (``kernels.spares``),
+    nbgrader's log quietened. Later calls return it at once."""
     key = (course_root, sandbox)
     if key in _CONFIGS:
         return _CONFIGS[key]
     import nbgrader.converters  # noqa: F401  (seconds of imports, paid here once)
 
-    import lmpolicy_grader.preprocessors  # noqa: F401
     from lmpolicy_grader.class_grading.gradebook import prepare_worker
+    from lmpolicy_grader.preprocessors import GradingExecute
     if not (Path(course_root) / "nbgrader_config.py").exists():
         raise ClusterUnavailable(
             f"the grader's worker on {socket.gethostname()} cannot see the course folder {course_root}: every "
@@ -177,6 +178,7 @@ def worker_config(course_root: str, sandbox: bool):
         require_sandbox()  # on the worker's machine, where the kernels run
     config = copy.deepcopy(_LOADED[course_root])
     config.GradingKernelManager.sandbox = sandbox
+    GradingExecute(config=config).start_first_spares()  # they start while the rest of the start-up runs
     quiet = logging.getLogger("traitlets")  # nbgrader's converters log here; the report says what matters,
     quiet.handlers, quiet.propagate = [logging.NullHandler()], False  # and grade_unit keeps the grader's warnings
     quiet.setLevel(logging.WARNING)

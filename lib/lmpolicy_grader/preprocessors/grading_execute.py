@@ -24,6 +24,7 @@ from traitlets import Bool, Dict, Enum, Int, Integer
 
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
+from nbgrader.utils import setenv
 
 from lmpolicy_grader.cells import is_locked_setup, is_test
 from lmpolicy_grader.incidents import GradingFailed, Incident, note
@@ -102,6 +103,14 @@ class GradingExecute(OutputCap, Execute):
             arguments.append(f"--HistoryManager.hist_file={self.ipython_hist_file}")
         return arguments
 
+    def start_first_spares(self) -> None:
+        """Start the kernels of this process's first notebook now, at the worker's start-up, as each notebook
+        starts the next one's: the first notebook then waits for no kernel to import torch either."""
+        self.notebook_name = "the worker's start-up"  # what a warning names
+        with setenv(NBGRADER_EXECUTION="autograde"):  # as nbgrader's Autograde runs every notebook's kernels
+            self._grading_recipe = self._recipe(self.kernel_manager_class(config=self.config))
+            self._start_spares()
+
     def _start_spares(self) -> None:
         """Start the kernels of the next notebook (now that this one's grading kernel is ready). A spare
         only saves the next notebook time: one that cannot start costs it that time, never this notebook."""
@@ -115,8 +124,8 @@ class GradingExecute(OutputCap, Execute):
                 run_sync(km.start_for_a_later_notebook)(extra_arguments=self._kernel_arguments())
             return kernel
         try:
+            spares.start_spare("grading", start_grading_kernel)  # first: it imports torch, the trusted one is forked
             spares.start_spare("trusted", lambda: start_trusted_kernel(self.config))
-            spares.start_spare("grading", start_grading_kernel)
         except Exception as error:
             self.log.warning("the kernels of the notebook after %s could not be started ahead (%s: %s); "
                              "it starts its own", self.notebook_name, type(error).__name__, error)
