@@ -109,6 +109,8 @@ def grade_unit(course_root: Path, config, student: str, notebook: str,
     coursedir = CourseDirectory(config=config, root=str(course_root))
     coursedir.assignment_id, coursedir.student_id, coursedir.notebook_id = assignment, student, notebook
     errors, warned = _ErrorLog(), GraderWarnings()
+    warned.messages += _STARTUP_WARNINGS  # what this process's start-up warned, told with its first notebook
+    _STARTUP_WARNINGS.clear()
     status, reason = Status.GRADED, ""
     autograde = Autograde(coursedir=coursedir, config=config)
     autograde.log.addHandler(errors)
@@ -149,6 +151,7 @@ def _first_cause(lines: list[str], error: Exception) -> str:
 # --- start-up, once per worker process -------------------------------------------------------------
 
 _LOADED: dict[str, object] = {}                  # course root -> its config, gradebook prepared
+_STARTUP_WARNINGS: list[str] = []                # what worker_config's kernels warned, not yet told
 _CONFIGS: dict[tuple[str, bool], object] = {}    # (course root, sandbox) -> the config tasks grade with
 
 
@@ -178,11 +181,17 @@ def worker_config(course_root: str, sandbox: bool):
         require_sandbox()  # on the worker's machine, where the kernels run
     config = copy.deepcopy(_LOADED[course_root])
     config.GradingKernelManager.sandbox = sandbox
-    GradingExecute(config=config).start_first_spares()  # they start while the rest of the start-up runs
     quiet = logging.getLogger("traitlets")  # nbgrader's converters log here; the report says what matters,
     quiet.handlers, quiet.propagate = [logging.NullHandler()], False  # and grade_unit keeps the grader's warnings
     quiet.setLevel(logging.WARNING)
     warnings.simplefilter("ignore")
+    started = GraderWarnings()  # e.g. no control groups for the first kernels: the first notebook's outcome says so
+    quiet.addHandler(started)
+    try:
+        GradingExecute(config=config).start_first_spares()  # they start while the rest of the start-up runs
+    finally:
+        quiet.removeHandler(started)
+    _STARTUP_WARNINGS.extend(started.messages)
     _CONFIGS[key] = config
     return config
 

@@ -20,6 +20,7 @@ from lmpolicy_grader.class_grading.grading import grade_class, notebook_lock
 from lmpolicy_grader.class_grading.course import STATUS_FILE
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.class_grading.status import Status
+from lmpolicy_grader.isolation.sandbox import sandbox_problem
 
 from .. import tiny_course
 
@@ -149,6 +150,27 @@ def test_start_up_is_paid_once_per_worker_on_a_cluster_given_by_address(tmp_path
     assert lines[0].startswith(f"grading 4 notebooks on the Dask scheduler at {local.scheduler_address}: 2 workers")
     # both workers loaded the course and prepared its gradebook once, before their first task
     assert sorted(per_worker.values()) == [(1, ["sqlite"]), (1, ["sqlite"])]
+
+
+def _no_control_groups():
+    """Installed in each worker before grading: no control group can be made there, and nothing warned yet."""
+    from lmpolicy_grader.kernels import grading_kernel
+    grading_kernel.cgroup_problem = lambda: "a test says so"
+    grading_kernel._warned.clear()
+
+
+@pytest.mark.skipif(sandbox_problem() is not None, reason="the warning comes from the sandbox's control groups")
+def test_what_a_workers_start_up_warned_reaches_the_report_with_its_first_notebook(tmp_path):
+    """A worker's start-up starts its first notebook's kernels (kernels.spares); what they warn, e.g. that no
+    control group could be made (a grader that is not root, as on a hub), is told with that notebook's outcome."""
+    root = _course(tmp_path, {f"s{n}": tiny_course.source_notebook() for n in range(3)})
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                      memory_limit=0) as local, Client(local, set_as_default=False) as client:
+        client.run(_no_control_groups)
+        outcomes = grade_class(root, log=lambda _: None, scheduler=local.scheduler_address, sandbox=True)
+    assert [o.status for o in outcomes] == [Status.GRADED] * 3
+    warned = [o.warnings for o in outcomes]
+    assert sum("limited one by one, not together: a test says so" in " ".join(w) for w in warned) == 1, warned
 
 
 def test_a_worker_with_two_threads_is_refused_with_what_to_run_instead(tmp_path):
