@@ -245,6 +245,15 @@ def student_copy(lab_server) -> Path:
     return ROOT / STUDENT_COPY
 
 
+def wait_for_kernel_idle(page, timeout_ms: int) -> None:
+    """Wait until the status bar says the notebook's kernel is connected and idle ("Python 3 (ipykernel) | Idle").
+
+    The toolbar's execution indicator is no such sign: it reads "idle" from the moment the notebook opens,
+    before any kernel exists, and a cell run then is dropped without a word (CI saw an empty output).
+    """
+    page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).wait_for(timeout=timeout_ms)
+
+
 def run_all_cells(page, name: str, artifacts_dir, attempts: int = 4) -> None:
     """Run > Run All Cells, repeated until the code cells are really queued.
 

@@ -17,7 +17,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.browser.conftest import run_all_cells
+from tests.browser.conftest import run_all_cells, wait_for_kernel_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
@@ -63,7 +63,7 @@ def open_notebook(lab_server, chromium, artifacts_dir, shots_dir, repo_root, run
         # ?reset: a clean workspace (JupyterLab's default layout), so only this notebook is open
         page.goto(lab_server.url(f"/lab/tree/test-artifacts/browser-notebooks/{name}.ipynb") + "&reset")
         page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
-        page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=RUN_TIMEOUT_MS)
+        wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
         if not page.locator(".jp-FileBrowser").is_visible():  # the default layout shows it; make sure
             page.locator('.jp-SideBar [data-id="filebrowser"]').click()
         page.locator(".jp-FileBrowser").wait_for(state="visible")

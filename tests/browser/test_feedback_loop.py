@@ -14,6 +14,8 @@ import shutil
 import nbformat
 import pytest
 
+from tests.browser.conftest import wait_for_kernel_idle
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 RUN_TIMEOUT_MS = 120_000  # kernel start, torch import and the notebook's cells on a busy 2-core machine
@@ -46,7 +48,7 @@ def open_in_lab(page, lab_server, path: str):
     # ?reset: a clean workspace, so only this notebook is open
     page.goto(lab_server.url(f"/lab/tree/{path}") + "&reset")
     page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
-    page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=RUN_TIMEOUT_MS)
+    wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
 
 
 def replace_cell_code(page, index: int, code: str) -> None:
@@ -154,7 +156,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         page.keyboard.press("Shift+Enter")  # run just the answer cell
         expect(page.locator(".jp-Notebook .jp-Cell").nth(answer).locator(".jp-InputPrompt")).to_have_text(
             re.compile(r"\[\d+\]"), timeout=RUN_TIMEOUT_MS)
-        page.locator('.jp-Notebook-ExecutionIndicator[data-status="idle"]').wait_for(timeout=RUN_TIMEOUT_MS)
+        wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
         changed_notebook, _ = read_start_page(page, lab_server, run_all, start_copy)
         assert items_done(changed_notebook) == items_done(before_notebook), (before_notebook, changed_notebook)
         expect(softmax_row).to_contain_text("changed since its check passed: run the check")

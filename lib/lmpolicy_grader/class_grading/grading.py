@@ -12,8 +12,8 @@ carries only that path and the (student, notebook) it grades, and returns an ``O
 Where start-up is paid. Importing nbgrader and the course's preprocessors, reading
 ``nbgrader_config.py``, preparing the gradebook (``gradebook.prepare_worker``: for SQLite, the
 file lock every nbgrader session then holds) and starting the first notebook's two kernels (which import
-torch) take seconds; a ``WorkerPlugin`` (``GraderStartup``) does it once per worker process, when it joins the cluster or is restarted, and the tasks find it
-done (``worker_config``). It also checks, on the worker, what the worker needs: one thread, the
+torch) take seconds; a ``WorkerPlugin`` (``GraderStartup``) does it once per worker process, when it
+joins the cluster or is restarted, and the tasks find it done (``worker_config``). It also checks, on the worker, what the worker needs: one thread, the
 course folder in view, the sandbox if the kernels are to run in one. The imports are paid once in all
 on the local cluster, whose workers are forked from a process that has made them (``cluster``), as the
 course's old pool forked its workers from a parent that had; there the plugin first gives the worker
