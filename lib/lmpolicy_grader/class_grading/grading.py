@@ -52,7 +52,7 @@ from distributed import WorkerPlugin
 from filelock import FileLock
 
 from lmpolicy_grader.class_grading.course import (ASSIGNMENT, Outcome, assignment_notebooks, invalid_notebook_reason,
-                                                   load_config, save_outcomes, submitted_students)
+                                                   load_config, load_outcomes, save_outcomes, submitted_students)
 from lmpolicy_grader.class_grading.cluster import (ClusterUnavailable, adopt_surroundings, describe, grading_client,
                                      local_surroundings)
 from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
@@ -60,6 +60,7 @@ from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
 from lmpolicy_grader.kernels.spares import expect_next_notebook, stop_spares
 from lmpolicy_grader.incidents import INCIDENTS, Incident
 from lmpolicy_grader.isolation.sandbox import require_sandbox
+from lmpolicy_grader.class_grading.schedule import longest_first
 from lmpolicy_grader.class_grading.status import Status
 
 NOTEBOOK_LOCKS = ".grading-locks"  # in the course folder: one lock file per notebook being graded
@@ -248,7 +249,8 @@ def grade_class(course_root: Path, students: list[str] | None = None, workers: i
     the course folder at the same path. The kernels run in the sandbox if ``sandbox`` says so (None:
     as ``c.GradingKernelManager.sandbox`` in the course config says); a sandbox that cannot be made
     raises SandboxUnavailable, with why, before anything is graded, and so does a gradebook that
-    cannot be reached (GradebookUnavailable).
+    cannot be reached (GradebookUnavailable). The notebooks go to the workers longest first, as the last
+    grading timed them (``schedule``).
     Returns one Outcome per (student, notebook), sorted, and writes them to ``grading_status.json``.
     """
     from lmpolicy_grader.class_grading.gradebook import check_gradebook, gradebook_url
@@ -275,6 +277,7 @@ def grade_class(course_root: Path, students: list[str] | None = None, workers: i
                 outcomes.append(Outcome(student, notebook, Status.FAILED, reason))
             else:
                 units.append((student, notebook))
+    units = longest_first(units, load_outcomes(course_root))
     if units:
         local_workers = max(1, min(workers or os.cpu_count() or 1, len(units)))
         with grading_client(scheduler, local_workers) as client:

@@ -98,6 +98,21 @@ def test_invalid_and_missing_notebooks_are_reported_without_a_task(tmp_path):
     assert saved == {"alice": "graded", "bob": "FAILED", "carol": "missing"}
 
 
+def test_the_notebooks_the_last_grading_timed_longest_are_handed_out_first(tmp_path):
+    root = _course(tmp_path, {name: tiny_course.source_notebook() for name in ("alice", "bob", "carol")})
+    last_time = {"alice": 5.0, "bob": 1.0, "carol": 9.0}
+    (root / STATUS_FILE).write_text(json.dumps([
+        {"student": student, "notebook": tiny_course.NOTEBOOK, "status": "graded", "seconds": seconds}
+        for student, seconds in last_time.items()]))
+    lines = []
+    outcomes = grade_class(root, workers=1, log=lines.append, sandbox=False)
+    assert [line.split()[1] for line in lines] == [f"{s}/{tiny_course.NOTEBOOK}" for s in ("carol", "alice", "bob")]
+    assert [o.status for o in outcomes] == [Status.GRADED] * 3
+    # and the times this grading took are the ones the next one orders by
+    saved = {o["student"]: o["seconds"] for o in json.loads((root / STATUS_FILE).read_text())}
+    assert saved == {o.student: o.seconds for o in outcomes} and saved != last_time
+
+
 def test_a_notebook_being_graded_elsewhere_waits_for_its_lock(tmp_path):
     """Dask may start a task again while a worker it gave up on still grades it: the task then waits."""
     root = _course(tmp_path, {"alice": tiny_course.source_notebook(), "bob": tiny_course.source_notebook()})
