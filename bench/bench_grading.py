@@ -147,9 +147,10 @@ class Settings:
     """submissions each writer of part 'gradebook' writes"""
     sandbox: Literal["on", "off"] = "on"
     """grade in the bubblewrap sandbox or without it (parts one, class and engine)"""
-    runs: str = ""
-    """comma-separated runs of part 'class' (empty: all): stock, "stock, trusted kernel not forked", "stock with
-    spares", grader, "grader, trusted kernel not forked", "nbgrader as shipped"; grader is always run"""
+    runs: tuple[str, ...] = ()
+    """runs of part 'class', each one argument (none: all): stock, "stock, trusted kernel not forked", "stock with
+    spares", "grader, student by student", grader, "grader, trusted kernel not forked", "nbgrader as shipped";
+    grader is always run"""
     class_size: int = 40
     """notebooks graded by part 'engine'"""
     rounds: int = 1
@@ -176,7 +177,7 @@ def main(s: Settings) -> None:
         one_submission(root, course, s.workers)
     if s.part != "one":
         whole_class(root, course, [nbgrader, *stock_sandbox], s.students, s.workers, s.rounds,
-                    [name.strip() for name in s.runs.split(",") if name.strip()])
+                    [name.strip() for name in s.runs if name.strip()])
     print(f"\n{_load()}")
     shutil.rmtree(root)
 
@@ -198,6 +199,8 @@ def one_submission(root: Path, course: list[str], workers: int) -> None:
 
 def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, workers: int, rounds: int,
                 only: list[str]) -> None:
+    from lmpolicy_grader.class_grading.course import STATUS_FILE
+
     students = make_class(root, size)
     # stock nbgrader reads the course config, so its Execute is the course's GradingExecute, spare kernels
     # included; nbgrader's own way, each notebook's kernels started when it comes, is spare_kernels=False
@@ -211,14 +214,18 @@ def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, w
         "stock": ("stock nbgrader autograde, one process, kernels started as each notebook comes", autograde, own_way),
         "stock, trusted kernel not forked": (same_unforked, autograde, own_way + "c.TrustedKernelManager.forked = False\n"),
         "stock with spares": ("stock nbgrader autograde, one process, the course's spare kernels", autograde, course_config),
-        "grader": (f"lmpolicy_grader grade, {workers} workers", grade, course_config),
+        # the same grading as a course's first, with no times to order by: student by student
+        "grader, student by student": (f"  the same, student by student (no {STATUS_FILE} from a last grading)",
+                                       ["sh", "-c", f'rm -f {STATUS_FILE} && exec "$@"', "sh", *grade], course_config),
+        "grader": (f"lmpolicy_grader grade, {workers} workers, longest first as the last grading timed them", grade,
+                   course_config),
         "grader, trusted kernel not forked": (same_unforked, grade, unforked),
         "nbgrader as shipped": ("nbgrader as shipped: its own preprocessors, no sandbox, tests in the python3 kernel",
                                 autograde, _shipped_config(root)),
     }
     if only:
         if unknown := set(only) - set(runs):
-            raise SystemExit(f"--runs: no run named {', '.join(sorted(unknown))}; the runs are: {', '.join(runs)}")
+            raise SystemExit(f"--runs: no run named {'; '.join(sorted(unknown))}; the runs are: {'; '.join(runs)}")
         runs = {name: run for name, run in runs.items() if name in only or name == "grader"}
     measured: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
     for round_ in range(rounds):  # every second round in the other order, so that a change of load weighs on all
@@ -236,6 +243,10 @@ def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, w
         per_round = ", ".join(f"{b[0] / g[0]:.2f}x" for b, g in zip(measured[baseline], measured["grader"]))
         goal = {"stock": "   (goal >= 2.5x)", "nbgrader as shipped": "   (goal >= 2.2x, issue 20)"}.get(baseline, "")
         print(f"  lmpolicy_grader over {baseline}: {per_round}{goal}")
+    if "grader, student by student" in runs:
+        per_round = ", ".join(f"{g[0] / b[0]:.2f}" for b, g in zip(measured["grader, student by student"],
+                                                                      measured["grader"]))
+        print(f"  longest first: {per_round} of the time student by student")
     if not {"stock", "stock, trusted kernel not forked", "grader, trusted kernel not forked"} <= set(runs):
         return  # the lines below compare runs that were left out
     print(f"  forking the trusted kernel: stock {seconds['stock'] / seconds['stock, trusted kernel not forked']:.2f}, "
