@@ -49,6 +49,10 @@ from traitlets import Int
 PROVISIONER_NAME = "lmpolicy-forked"
 # What the zygote imports before it forks a kernel: what the trusted kernel runs at its start.
 PRELOAD = ["numpy", "torch", "ipykernel.kernelapp", "lmpolicy.checks", "lmpolicy_grader.trusted_tests.in_kernel"]
+# What the grading kernels' zygote imports: nothing of the course. Its children enter a sandbox
+# (``isolation.entering``), and a module it held would be in their memory whatever the sandbox mounts.
+GRADING_PRELOAD = ["numpy", "torch", "ipykernel.kernelapp", "lmpolicy_grader.isolation.entering"]
+COURSE_PACKAGES = ("lmpolicy",)
 LAUNCHER = "ipykernel_launcher"
 ENDED = -1  # what poll() says of a forked kernel that has ended (its status stays with the zygote)
 
@@ -114,14 +118,48 @@ class ForkedProcess:
         self.send_signal(signal.SIGTERM)
 
 
+class SandboxedForkedProcess:
+    """The handle of a grading kernel forked into a sandbox: it has ended when the kernel has (or the sandbox),
+    and stopping it stops the sandbox, bwrap and its holder, too."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, sandbox: subprocess.Popen, kernel: ForkedProcess):
+        self.sandbox, self.kernel, self.pid = sandbox, kernel, sandbox.pid
+
+    def poll(self) -> int | None:
+        if self.kernel.poll() is None and self.sandbox.poll() is None:
+            return None
+        self.send_signal(signal.SIGKILL)  # a kernel gone ends its sandbox; a sandbox gone has ended its kernel
+        self.sandbox.wait()
+        return ENDED
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self.kernel.wait(timeout)
+        return self.poll()
+
+    def send_signal(self, signum: int) -> None:
+        self.kernel.send_signal(signum)
+        if self.sandbox.poll() is None:
+            self.sandbox.send_signal(signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
 class ZygoteUnavailable(RuntimeError):
     """The zygote did not fork the kernel (it could not start, or it ended); the message says which."""
 
 
 class Zygote:
-    """This process's zygote: started on the first ``fork``, started again if it has ended."""
+    """This process's zygote of one ``kind`` (``TRUSTED``'s or ``GRADING``'s kernels): started on the first
+    ``fork``, started again if it has ended."""
 
-    def __init__(self):
+    def __init__(self, kind: str = "trusted"):
+        self.kind = kind
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._socket: socket.socket | None = None
@@ -142,8 +180,12 @@ class Zygote:
                 reply = self._replies.readline()
             except OSError:
                 reply = ""
+            if reply.startswith("not entered: "):
+                raise ZygoteUnavailable(f"a grading kernel forked by the zygote could not enter its sandbox "
+                                        f"({reply.removeprefix('not entered: ').strip()})")
             if not reply:
-                raise ZygoteUnavailable(f"the zygote of the trusted test kernels ended (exit status "
+                kernels = {"trusted": "trusted test", "grading": "sandboxed grading"}[self.kind]
+                raise ZygoteUnavailable(f"the zygote of the {kernels} kernels ended (exit status "
                                         f"{self._process.wait()}; its error, if any, is above)")
         return int(reply)
 
@@ -160,30 +202,46 @@ class Zygote:
         # Started in / (no module there to shadow torch), in the first kernel's environment (its
         # one-thread settings hold for what torch reads as it is imported).
         self._process = subprocess.Popen(
-            [sys.executable, "-c", f"from lmpolicy_grader.kernels.forked import serve; serve({its.fileno()})"],
+            [sys.executable, "-c", f"from lmpolicy_grader.kernels.forked import serve; serve({its.fileno()}, {self.kind!r})"],
             pass_fds=[its.fileno()], stdin=subprocess.DEVNULL, cwd="/", env=env)
         its.close()
         self._socket, self._replies = ours, ours.makefile("r")
 
 
-ZYGOTE = Zygote()
+ZYGOTE = Zygote("trusted")
+GRADING_ZYGOTE = Zygote("grading")
 
 
-def serve(fd: int) -> None:
-    """The zygote: import PRELOAD, then fork a kernel for every request line on socket ``fd`` until it closes."""
-    for module in PRELOAD:
+def serve(fd: int, kind: str = "trusted") -> None:
+    """The zygote: import its preload, then fork a kernel for every request line on socket ``fd`` until it closes."""
+    for module in (PRELOAD if kind == "trusted" else GRADING_PRELOAD):
         import_module(module)
+    become = become_kernel
+    if kind == "grading":
+        if held := sorted(name for name in sys.modules if name.split(".")[0] in COURSE_PACKAGES):
+            sys.exit(f"the grading kernels' zygote refuses to fork: it has imported {', '.join(held[:5])}")
+        become = become_sandboxed_kernel
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernels are reaped as they end
     requests = socket.socket(fileno=fd)
     lines = requests.makefile("r")
     for line in lines:
         request = json.loads(line)
+        told = os.pipe() if kind == "grading" else None  # the child says there whether it entered its sandbox
         pid = os.fork()
         if pid == 0:
             lines.close()
             requests.close()
-            _exit_as(become_kernel, **request)
-        requests.sendall(f"{pid}\n".encode())
+            if told:
+                os.close(told[0])
+                request["tell"] = told[1]
+            _exit_as(become, **request)
+        reply = str(pid)
+        if told:
+            os.close(told[1])
+            with os.fdopen(told[0]) as said:
+                if (word := said.readline().strip()) != "entered":
+                    reply = f"not entered: {word or 'it ended without a word'}"
+        requests.sendall(f"{reply}\n".encode())
 
 
 def _exit_as(run, **kwargs) -> None:
@@ -218,3 +276,33 @@ def become_kernel(arguments: list[str], env: dict[str, str], cwd: str, memory_by
 
     # ipykernel read JPY_PARENT_PID when the zygote imported it: the parent is named on the command line
     IPKernelApp.launch_instance(argv=[*arguments, f"--IPKernelApp.parent_handle={os.getppid()}"])
+
+
+def become_sandboxed_kernel(arguments: list[str], env: dict[str, str], error_output: str, sandbox: dict,
+                            tell: int) -> None:
+    """In the forked child: enter the sandbox (``entering.enter(**sandbox)``), say on ``tell`` whether it did, and
+    be the kernel ``python -m ipykernel_launcher <arguments>`` would have been there, its errors in ``error_output``."""
+    from lmpolicy_grader.isolation.entering import enter  # imported by the zygote already
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    errors = os.open(error_output, os.O_WRONLY | os.O_APPEND)
+    quiet = os.open(os.devnull, os.O_RDONLY)
+    for source, target in ((quiet, 0), (errors, 1), (errors, 2)):
+        os.dup2(source, target)
+    for low, high in ((3, tell), (tell + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])):
+        os.closerange(low, high)  # nothing of the zygote's goes in
+    try:
+        enter(**sandbox)
+    except BaseException as error:
+        os.write(tell, f"{error}\n".encode(errors="replace"))
+        raise
+    os.write(tell, b"entered\n")
+    os.close(tell)
+    os.environ.clear()
+    os.environ.update(env)
+    import torch
+
+    torch.set_num_threads(int(env.get("OMP_NUM_THREADS", "1")))
+    from ipykernel.kernelapp import IPKernelApp
+
+    IPKernelApp.launch_instance(argv=arguments)

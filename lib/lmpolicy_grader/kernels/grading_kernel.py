@@ -19,6 +19,7 @@ sandbox's private folder; ``sandbox = False`` turns it off.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -33,7 +34,10 @@ from traitlets import Bool, DottedObjectName, Float, Int
 from lmpolicy import arithmetic
 from lmpolicy_grader.isolation import library_view
 from lmpolicy_grader.isolation.cgroup import cgroup_problem
-from lmpolicy_grader.isolation.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, Sandbox,
+from lmpolicy_grader.isolation.entering import HOLDER, EnteringFailed, find_holder
+from lmpolicy_grader.kernels.forked import (GRADING_ZYGOTE, LAUNCHER, ForkedProcess, SandboxedForkedProcess,
+                                            ZygoteUnavailable)
+from lmpolicy_grader.isolation.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, WORK_FOLDER, Sandbox,
                                      require_sandbox)
 
 KERNEL_NAME = "lmpolicy-grader"
@@ -97,10 +101,15 @@ class GradingKernelManager(AsyncKernelManager):
                              "(not root), grading warns once and the per-process limits stand alone").tag(config=True)
     cpu_cores = Float(1.0, help="CPU cores a sandbox may use at once, however many processes it runs "
                                 "(the grading kernel runs one thread)").tag(config=True)
+    forked = Bool(True, help="fork the sandboxed kernel from a zygote that has imported torch, numpy and ipykernel "
+                             "(and nothing of the course), into the sandbox bwrap made (isolation.entering), "
+                             "instead of starting it from its command line there").tag(config=True)
 
     _sandbox: Sandbox | None = None
     _error_output = None  # the kernel's stderr, a file of its own
     _awaiting_notebook = False  # started before its notebook was known (kernel_pool): move_in comes later
+    _forked_start: dict | None = None  # the kernel's command line and environment, when it is to be forked
+    _fork_failed = False  # the zygote could not fork into the sandbox once: this kernel starts from its command line
 
     @property
     def kernel_spec(self):
@@ -114,7 +123,8 @@ class GradingKernelManager(AsyncKernelManager):
     def recipe(self) -> tuple:
         """What a kernel of this manager started now is made of (its limits, command line and the
         environment it inherits): a spare serves a notebook whose recipe is its own."""
-        return (type(self).__name__, self.sandbox, self.max_processes, self.scratch_bytes, self._group_limits(),
+        return (type(self).__name__, self.sandbox, self._forks(), self.max_processes, self.scratch_bytes,
+                self._group_limits(),
                 json.dumps(self.kernel_spec.to_dict(), sort_keys=True), tuple(sorted(os.environ.items())))
 
     async def start_for_a_later_notebook(self, **kw) -> None:
@@ -180,12 +190,51 @@ class GradingKernelManager(AsyncKernelManager):
         if self._sandbox is not None and not self._awaiting_notebook:  # a spare is sealed by move_in, when it is ready
             await self._seal()
 
+    def _forks(self) -> bool:
+        return self.sandbox and self.forked and not self._fork_failed and hasattr(os, "pidfd_open")
+
     def format_kernel_cmd(self, extra_arguments=None):
         command = super().format_kernel_cmd(extra_arguments)
         if self._sandbox is None:
             return command
         env = {**os.environ, **(self._launch_args or {}).get("env", {}), **self.kernel_spec.env}
-        return self._sandbox.command(command, env)
+        if not self._forks():
+            self._forked_start = None
+            return self._sandbox.command(command, env)
+        # bwrap makes the sandbox and runs a holder in it; _async_launch_kernel forks the kernel into it
+        self._forked_start = {"command": command, "env": self._sandbox.environment(env)}
+        return self._sandbox.command(HOLDER, env)
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        if self._forked_start is None:
+            return
+        sandbox = self.provisioner.process
+        try:
+            holder = await asyncio.to_thread(find_holder, sandbox.pid)
+            kernel = await asyncio.to_thread(GRADING_ZYGOTE.fork, self._fork_request(holder))
+        except (EnteringFailed, ZygoteUnavailable) as problem:  # slower, but the notebook is graded all the same
+            warn_once(self.log, f"{problem}; the sandboxed kernels start from their command line instead")
+            self._fork_failed = True
+            await self.provisioner.kill()
+            await self.provisioner.wait()
+            await super()._async_launch_kernel(self.format_kernel_cmd(), **kw)
+            return
+        self.provisioner.process = SandboxedForkedProcess(sandbox, ForkedProcess(kernel))
+
+    def _fork_request(self, holder: int) -> dict:
+        """What the zygote's child needs to be this kernel in the sandbox that ``holder`` runs in
+        (``forked.become_sandboxed_kernel``): the command line's arguments and limits, as prlimit has them."""
+        command = self._forked_start["command"]  # prlimit --as=.. --cpu=.. -- python -m ipykernel_launcher ...
+        limits = {"NPROC": self._sandbox.max_processes}
+        for option in command[1:command.index("--")]:
+            name, value = option.lstrip("-").split("=")
+            limits[name.upper()] = int(value)
+        cgroup = self._sandbox.cgroup
+        return {"arguments": command[command.index(LAUNCHER) + 1:], "env": self._forked_start["env"],
+                "error_output": f"/proc/{os.getpid()}/fd/{self._error_output.fileno()}",
+                "sandbox": {"holder_pid": holder, "workdir": WORK_FOLDER, "uid": self._sandbox.uid, "limits": limits,
+                            "cgroup_folders": [str(folder) for folder in cgroup.folders] if cgroup else []}}
 
     def error_output(self, limit: int = 600) -> str:
         """The end of what the kernel wrote to its error output (at most ``limit`` characters)."""
