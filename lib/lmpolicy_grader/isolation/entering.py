@@ -6,8 +6,9 @@ its namespaces). ``enter`` then makes the calling process one of the holder's fe
 1. the sandbox's control groups (memory, processes, CPU of the whole sandbox), joined first, while they are in view;
 2. its namespaces: the user namespace where bwrap made one (the grader is not root: its owner may join it), then
    IPC, UTS, network, cgroup and mount namespaces, and its root folder (the holder's, after bwrap's pivot);
-3. its PID namespace, which only a child can be in: ``enter`` forks, and the parent outside waits for the child
-   and ends with its status (``os._exit``), so ``enter`` returns in the child only;
+3. its PID namespace, which only a child can be in: ``enter`` returns in a grandchild the sandbox's init has
+   adopted (its parent is pid 1, as a command's is), while the calling process stays outside until it ends
+   (``os._exit``): it is the process the grader follows;
 4. the sandbox's limits and user: the process limits as ``prlimit`` sets them, every capability given up (the
    bounding set too), the sandbox's uid and gid where the grader is root, and no new privileges, as ``setpriv``
    gives the holder.
@@ -22,6 +23,8 @@ import ctypes
 import fcntl
 import os
 import resource
+import select
+import socket
 import time
 from pathlib import Path
 
@@ -104,15 +107,34 @@ def enter(holder_pid: int, workdir: str, uid: int | None, cgroup_folders: list[P
     os.fchdir(root)
     os.chroot(".")
     os.close(root)
-    child = os.fork()  # the child is in the PID namespace; this process is not, and only waits
-    if child:
-        _, status = os.waitpid(child, 0)
-        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    _fork_into_pid_namespace()
     os.setsid()
     for name, value in limits.items():
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (value, value))
     _give_up_privileges(uid)
     os.chdir(workdir)
+
+
+def _fork_into_pid_namespace() -> None:
+    """Return in a process of the PID namespace joined, whose parent is the sandbox's init, as for the command
+    bwrap runs (a parent outside would read as pid 0, and ``kill(getppid())`` would then signal the process's own
+    group). The caller's child is in the namespace; it forks the returning process and ends at once, so that the
+    namespace's init adopts it, and hands this process its pidfd first: this process, outside, ends when it does."""
+    ours, theirs = socket.socketpair()
+    child = os.fork()
+    if child:
+        theirs.close()
+        _, pidfds, _, _ = socket.recv_fds(ours, 1, 1)
+        os.waitpid(child, 0)
+        if pidfds:
+            select.select(pidfds, [], [])
+        os._exit(0)
+    ours.close()
+    grandchild = os.fork()
+    if grandchild:
+        socket.send_fds(theirs, [b"."], [os.pidfd_open(grandchild)])
+        os._exit(0)
+    theirs.close()
 
 
 def _same(one: str, other: str) -> bool:
