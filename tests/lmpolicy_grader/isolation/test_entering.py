@@ -3,10 +3,12 @@ from the zygote; and what happens when entering fails."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 
 import pytest
 
@@ -20,7 +22,7 @@ pytestmark = [pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sand
               pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfds here: the kernel is not forked")]
 
 PROBE = """
-    import json, os, sys
+    import glob, json, os, resource, sys
     status = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)
     print(json.dumps({
         "forked": "kernels.forked import serve" in open("/proc/self/cmdline").read(),
@@ -28,6 +30,8 @@ PROBE = """
         "effective": status["CapEff"], "bounding": status["CapBnd"], "no new privileges": status["NoNewPrivs"],
         "cwd": os.getcwd(), "files": sorted(os.listdir(".")), "course in view": os.path.exists(%r),
         "network interfaces": sorted(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else [],
+        "limits": [resource.getrlimit(getattr(resource, "RLIMIT_" + name)) for name in ("AS", "CPU", "NPROC")],
+        "open files": sorted(os.readlink(fd).split(":")[0] for fd in glob.glob("/proc/self/fd/*") if os.path.lexists(fd)),
     }))
 """
 
@@ -48,6 +52,13 @@ def test_a_forked_kernel_is_shut_in_as_the_sandbox_shuts_in_its_own_command(sand
         if os.geteuid() == 0:  # a uid of its own, never root
             assert seen["uid"] not in (0, os.getuid())
     assert forked_kernel["files"] == started["files"]  # the notebook's folder, copied in the same
+    assert forked_kernel["limits"] == started["limits"]  # prlimit's, set by setrlimit
+    # nothing of the zygote's comes along: as many sockets as ipykernel opens in a started kernel, and no file but
+    # the kernel's error output (a deleted temporary file of the grader's, which the started kernel holds too)
+    forked_files, started_files = (Counter(re.sub(r"#\d+", "#", name) for name in seen["open files"])
+                                   for seen in (forked_kernel, started))
+    assert forked_files["socket"] == started_files["socket"], (forked_files, started_files)
+    assert set(forked_files) <= set(started_files) | {"/dev/null"}, (forked_files, started_files)
 
 
 def test_the_grading_zygote_refuses_to_fork_once_it_holds_any_of_the_course():
