@@ -1,4 +1,5 @@
-"""Trusted test kernels forked from a process that has already imported what they need.
+"""Kernels forked from a process that has already imported what they need: the trusted test kernels, and the
+grading kernels into their sandboxes.
 
 Every notebook gets a trusted test kernel of its own (``kernels.trusted_kernel.TrustedKernelManager``). Started from
 nothing, that kernel spends over a second importing torch before it can run a test: a CPU second per
@@ -22,8 +23,12 @@ grader's process does (its end of the socket closes), and each kernel ends when 
 The kernel is not the grader's child, so the provisioner follows it through a pidfd (Linux 5.3+);
 its exit status stays with the zygote, which reaps it: ``poll`` says only that it ended (``ENDED``).
 Where pidfds are missing, or the zygote fails to fork (it cannot start, it ended mid-request), the
-kernel is started from its command line as before, with a warning. Only the trusted
-kernel is forked: the submission's kernel starts from nothing in its sandbox.
+kernel is started from its command line as before, with a warning.
+
+The grading kernels have a zygote of their own (``GRADING_ZYGOTE``), which imports nothing of the course: its
+child enters the sandbox bwrap made for its notebook (``isolation.entering``) before it becomes the kernel, and
+a module the zygote held would be in the child's memory whatever the sandbox mounts. ``GradingKernelManager``
+asks it for each sandboxed kernel and follows the kernel and its sandbox as one (``SandboxedForkedProcess``).
 """
 from __future__ import annotations
 
@@ -202,7 +207,8 @@ class Zygote:
         # Started in / (no module there to shadow torch), in the first kernel's environment (its
         # one-thread settings hold for what torch reads as it is imported).
         self._process = subprocess.Popen(
-            [sys.executable, "-c", f"from lmpolicy_grader.kernels.forked import serve; serve({its.fileno()}, {self.kind!r})"],
+            [sys.executable, "-c",
+             f"from lmpolicy_grader.kernels.forked import serve; serve({its.fileno()}, {self.kind!r})"],
             pass_fds=[its.fileno()], stdin=subprocess.DEVNULL, cwd="/", env=env)
         its.close()
         self._socket, self._replies = ours, ours.makefile("r")

@@ -16,6 +16,11 @@ GradingKernelManager runs that command in a sandbox (``sandbox.py``: no view of 
 network, a process cap, bounded scratch space; the student library as ``library_view`` shows it for the
 notebook being graded, without the functions that answer its exercises), talking to the kernel over ZMQ ipc sockets in the
 sandbox's private folder; ``sandbox = False`` turns it off.
+
+Started from that command line, a kernel spends about two CPU-seconds importing torch and ipykernel, most of a
+short notebook's grading. So by default (``forked``) bwrap runs a holder in the sandbox instead, and the kernel is
+forked into it from ``kernels.forked.GRADING_ZYGOTE``, which has imported them (``isolation.entering`` says how it
+gets in, with the same limits). Where that fails the kernel starts from its command line, with one warning.
 """
 from __future__ import annotations
 
@@ -35,10 +40,10 @@ from lmpolicy import arithmetic
 from lmpolicy_grader.isolation import library_view
 from lmpolicy_grader.isolation.cgroup import cgroup_problem
 from lmpolicy_grader.isolation.entering import HOLDER, EnteringFailed, find_holder
+from lmpolicy_grader.isolation.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES,
+                                               WORK_FOLDER, Sandbox, require_sandbox)
 from lmpolicy_grader.kernels.forked import (GRADING_ZYGOTE, LAUNCHER, ForkedProcess, SandboxedForkedProcess,
                                             ZygoteUnavailable)
-from lmpolicy_grader.isolation.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES, WORK_FOLDER, Sandbox,
-                                     require_sandbox)
 
 KERNEL_NAME = "lmpolicy-grader"
 MOVING_IN = "lmpolicy_grader.kernels.moving_in"
