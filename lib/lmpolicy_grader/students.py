@@ -47,13 +47,17 @@ def course_secret(course_root: Path | str, file_name: str = Variants.secret_file
     if os.environ.get(SECRET_VARIABLE, "").strip():
         return os.environ[SECRET_VARIABLE].strip().encode()
     path = Path(course_root) / file_name
-    try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:  # the first grading of the course: two graders at once both read the one that won
-        with os.fdopen(descriptor, "w") as handle:
+    if not path.exists():  # the first grading of the course: written whole, then linked in place, so that
+        # graders making it at once all read the one linked first, never a file made but not yet written
+        draft = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(8)}")
+        with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
             handle.write(secrets.token_hex(32) + "\n")
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
     value = path.read_text().strip()
     if not value:
         raise RuntimeError(f"the course secret {path} is empty: delete it (a new one is made at the next "

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 import stat
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from traitlets.config import Config
@@ -55,6 +57,28 @@ def test_the_course_secret_is_made_once_readable_by_its_owner_only(tmp_path):
     path = tmp_path / ".lmpolicy_course_secret"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600 and len(first) == 64
     assert course_secret(tmp_path) == first
+
+
+def test_graders_that_make_the_secret_at_once_all_read_the_one_made_never_an_empty_file(tmp_path):
+    """The first grading of a course on two workers: each makes the secret at the same moment (a reader once
+    found the winner's file created but not yet written, and failed its notebook: 'the course secret is empty')."""
+    graders = 4
+    for attempt in range(40):
+        course = tmp_path / str(attempt)
+        course.mkdir()
+        together = threading.Barrier(graders)
+
+        def make(_):
+            together.wait()
+            try:
+                return course_secret(course)
+            except RuntimeError as problem:
+                return problem
+
+        with ThreadPoolExecutor(graders) as pool:
+            read = list(pool.map(make, range(graders)))
+        assert len(set(read)) == 1 and isinstance(read[0], bytes), (attempt, read)
+        assert sorted(path.name for path in course.iterdir()) == [".lmpolicy_course_secret"]  # no draft left
 
 
 def test_the_secret_from_the_environment_serves_several_graders_and_writes_no_file(tmp_path, monkeypatch):
