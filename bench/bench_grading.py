@@ -149,7 +149,8 @@ class Settings:
     """grade in the bubblewrap sandbox or without it (parts one, class and engine)"""
     runs: tuple[str, ...] = ()
     """runs of part 'class', each one argument (none: all): stock, "stock, trusted kernel not forked", "stock with
-    spares", "grader, student by student", grader, "grader, trusted kernel not forked", "nbgrader as shipped";
+    spares", "grader, student by student", grader, "grader, trusted kernel not forked", "grader, grading kernel
+    not forked", "nbgrader as shipped";
     grader is always run"""
     class_size: int = 40
     """notebooks graded by part 'engine'"""
@@ -220,6 +221,8 @@ def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, w
         "grader": (f"lmpolicy_grader grade, {workers} workers, longest first as the last grading timed them", grade,
                    course_config),
         "grader, trusted kernel not forked": (same_unforked, grade, unforked),
+        "grader, grading kernel not forked": ("  the same, the grading kernel started from its command line in its sandbox",
+                                              grade, course_config + "\nc.GradingKernelManager.forked = False\n"),
         "nbgrader as shipped": ("nbgrader as shipped: its own preprocessors, no sandbox, tests in the python3 kernel",
                                 autograde, _shipped_config(root)),
     }
@@ -247,6 +250,10 @@ def whole_class(root: Path, course: list[str], nbgrader: list[str], size: int, w
         per_round = ", ".join(f"{g[0] / b[0]:.2f}" for b, g in zip(measured["grader, student by student"],
                                                                       measured["grader"]))
         print(f"  longest first: {per_round} of the time student by student")
+    if "grader, grading kernel not forked" in runs:
+        per_round = ", ".join(f"{g[0] / b[0]:.2f}" for b, g in zip(measured["grader, grading kernel not forked"],
+                                                                      measured["grader"]))
+        print(f"  forking the grading kernel into its sandbox: {per_round} of the time started from its command line")
     if not {"stock", "stock, trusted kernel not forked", "grader, trusted kernel not forked"} <= set(runs):
         return  # the lines below compare runs that were left out
     print(f"  forking the trusted kernel: stock {seconds['stock'] / seconds['stock, trusted kernel not forked']:.2f}, "

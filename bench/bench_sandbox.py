@@ -16,17 +16,19 @@ the other and in this order:
 5. the same with spares but without the sandbox's control group (``c.GradingKernelManager.cgroup = False``;
    only where control groups can be made, i.e. as root);
 6. the same with the trusted test kernel started from its command line instead of forked from the
-   zygote (``c.TrustedKernelManager.forked = False``, as before ``forked_kernel``).
+   zygote (``c.TrustedKernelManager.forked = False``, as before ``forked_kernel``);
+7. the same with the grading kernel started from its command line in its sandbox instead of forked into it
+   (``c.GradingKernelManager.forked = False``, as before ``isolation.entering``).
 
-Rounds interleave the six, so a change of machine load hits all of them alike; the table gives every
+Rounds interleave the seven, so a change of machine load hits all of them alike; the table gives every
 round and the median, with the ratios grader/bare (goal <= 1.2), sandbox on/off, spares on/off,
-control group on/off and forked/not forked.
+control group on/off and forked/not forked (each kernel).
 
 Then where the time goes, each part measured the same number of times (median):
 - a stock kernel: start to ready, and ``import torch`` in it;
 - the trusted test kernel (unsandboxed), forked and not: start to ready, and importing the trusted side
   (torch) in the forked one;
-- the grading kernel, start to ready (it loads the channel server), unsandboxed and sandboxed;
+- the grading kernel, start to ready (it loads the channel server), unsandboxed, and sandboxed forked and not;
   bubblewrap alone (``/bin/true`` in the sandbox);
 - starting the grader process: ``import nbgrader.converters`` and the course's preprocessors;
 - each notebook's own grading time (the grader's ``Outcome.seconds``), sandbox off and on.
@@ -137,13 +139,16 @@ def kernel_parts(cwd: Path) -> dict[str, float]:
     trusted_ready, trusted_import = timed(TrustedKernelManager(), "import lmpolicy_grader.trusted_tests.proxies")
     unforked_ready, _ = timed(TrustedKernelManager(forked=False), "import lmpolicy_grader.trusted_tests.proxies")
     grading_off, _ = timed(GradingKernelManager(sandbox=False))
+    timed(GradingKernelManager(sandbox=True))  # the grading kernels' zygote started, as for the trusted one
     grading_on, _ = timed(GradingKernelManager(sandbox=True))
+    grading_started, _ = timed(GradingKernelManager(sandbox=True, forked=False))
     return {"stock kernel: start to ready": stock_ready, "stock kernel: import torch": torch_import,
             "trusted test kernel, forked from the running zygote: start to ready": trusted_ready,
             "trusted test kernel, not forked: start to ready (then its imports)": unforked_ready,
             "trusted test kernel: import trusted_tests (numpy, torch, lmpolicy)": trusted_import,
             "grading kernel, sandbox off: start to ready (call server imports torch)": grading_off,
-            "grading kernel, sandbox on: start to ready": grading_on}
+            "grading kernel, sandbox on, forked into it: start to ready": grading_on,
+            "grading kernel, sandbox on, not forked: start to ready": grading_started}
 
 
 def bwrap_alone(cwd: Path) -> float:
@@ -174,7 +179,8 @@ def main(s: Settings) -> None:
     from lmpolicy_grader.isolation.cgroup import cgroup_problem
     root = make_course(notebooks)
     variants = {"no spares": configured(root, "c.GradingExecute.spare_kernels = False"),
-                "not forked": configured(root, "c.TrustedKernelManager.forked = False")}
+                "not forked": configured(root, "c.TrustedKernelManager.forked = False"),
+                "grading not forked": configured(root, "c.GradingKernelManager.forked = False")}
     if cgroup_problem() is None:
         variants["no cgroup"] = configured(root, "c.GradingKernelManager.cgroup = False")
     else:
@@ -202,6 +208,9 @@ def main(s: Settings) -> None:
     unforked = statistics.median(times["not forked"])
     print(f"  sandbox on, trusted kernel not forked          {unforked:7.1f} s   grader/bare {unforked / bare:.2f}; "
           f"forked / not forked {on / unforked:.2f}")
+    started = statistics.median(times["grading not forked"])
+    print(f"  sandbox on, grading kernel not forked          {started:7.1f} s   grader/bare {started / bare:.2f}; "
+          f"forked / not forked {on / started:.2f}")
     if "no cgroup" in times:
         ungrouped = statistics.median(times["no cgroup"])
         print(f"  sandbox on, without its control group          {ungrouped:7.1f} s   "
