@@ -214,9 +214,13 @@ def instructor_lab_server(tmp_path_factory) -> LabServer:
     yield from _serve("instructor", tmp_path_factory.mktemp("instructor-lab-server"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
-    """Debian's Chromium driven by Playwright; skipped (or, under CI, failed) when it is missing."""
+    """Debian's Chromium driven by Playwright; skipped (or, under CI, failed) when it is missing.
+
+    One per test module, not per session: Playwright's sync API keeps its event loop running in this
+    thread while it is open, and every later test on the worker that starts a loop of its own (nbclient,
+    a kernel manager) would then fail with "cannot be called from a running event loop"."""
     if not CHROMIUM.exists():
         message = f"Chromium is not installed at {CHROMIUM} (install it with `apt-get install -y chromium`)"
         if os.environ.get("LMPOLICY_REQUIRE_BROWSER"):

@@ -4,7 +4,6 @@ mid-grading: the helpers of the tests that run a submission's hostile code in th
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import json
 import logging
@@ -18,6 +17,8 @@ from lmpolicy_grader.isolation import sandbox
 from lmpolicy_grader.kernels import remote_call
 from lmpolicy_grader.kernels.moving_in import TARGET as MOVING_IN
 from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
+
+from ..own_thread import run_coroutine
 
 # What a hostile submission goes looking for, relative to the course root.
 COURSE_SECRETS = ["source/ch11/01_tiny.ipynb", "gradebook.db", "submitted/other/ch11/01_tiny.ipynb",
@@ -70,10 +71,7 @@ def run_in_kernel(folder: Path, code: str, sandbox: bool = True, spare: bool = F
         assert manager._sandbox is None, "the sandbox's private folder outlived its kernel"
         text = "".join(m["content"].get("text", "") for m in outputs if m["msg_type"] == "stream")
         return json.loads(text.strip().splitlines()[-1])
-    # in a thread with its own event loop: a browser test earlier on this worker leaves Playwright's loop
-    # running in the main thread, where asyncio.run() refuses to start
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, run()).result()
+    return run_coroutine(run())
 
 
 def uid_pool(uid: int) -> range:

@@ -16,6 +16,7 @@ from lmpolicy_grader.isolation import entering
 from lmpolicy_grader.isolation.sandbox import WORK_FOLDER, Sandbox, sandbox_problem
 from lmpolicy_grader.kernels import forked
 
+from ...own_thread import run_coroutine
 from ..grading_kernel import logged_messages, run_in_kernel
 
 pytestmark = [pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}"),
@@ -142,7 +143,7 @@ def test_a_forked_kernel_that_dies_takes_its_sandbox_with_it(sandbox_course):
             ends.append((how, alive_after_death, handle.sandbox.poll() is not None, handle.kernel.poll() is not None))
         return ends
 
-    ends = asyncio.run(scenario())
+    ends = run_coroutine(scenario())
     assert ends[0] == ("dies", False, True, True)
     assert ends[1] == ("shut down", True, True, True)
 

@@ -1,8 +1,6 @@
 """kernels.remote_call: a function inside a real kernel, called by name with data, and its failures named."""
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import os
 import sys
 
@@ -12,6 +10,8 @@ from jupyter_client.kernelspec import KernelSpec
 
 from lmpolicy_grader.kernels import remote_call
 from lmpolicy_grader.kernels.moving_in import TARGET as MOVING_IN
+
+from ...own_thread import run_coroutine
 
 DEMO = "lmpolicy_grader_test_remote_call"  # a comm target the test registers itself
 SERVE_DEMO = (f"from lmpolicy_grader.kernels import remote_call\n"
@@ -27,13 +27,6 @@ class _Kernel(AsyncKernelManager):
         return KernelSpec(resource_dir="", display_name="test", language="python",
                           argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
                                 "--ext=lmpolicy_grader.kernels.moving_in", "--IPKernelApp.log_level=ERROR"])
-
-
-def _run(coroutine):
-    """``coroutine`` run to its end in a thread with its own event loop (a browser test earlier on this worker
-    leaves Playwright's loop running in the main thread, where asyncio.run() refuses to start)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 async def _session(tmp_path, body):
@@ -53,7 +46,7 @@ async def _session(tmp_path, body):
 def test_an_operation_runs_in_the_kernel_with_its_arguments_and_returns_its_value(tmp_path):
     async def body(kc):
         return await remote_call.call(kc, DEMO, "add", 30, a=40, b=2)
-    assert _run(_session(tmp_path, body)) == 42
+    assert run_coroutine(_session(tmp_path, body)) == 42
 
 
 def test_moving_in_takes_the_notebooks_folder(tmp_path):
@@ -66,7 +59,7 @@ def test_moving_in_takes_the_notebooks_folder(tmp_path):
                                              output_hook=lambda msg: printed.append(msg["content"].get("text", "")))
         return reply
     printed: list[str] = []
-    _run(_session(tmp_path, body))
+    run_coroutine(_session(tmp_path, body))
     assert "".join(printed).strip() == os.path.realpath(folder)
 
 
@@ -78,7 +71,7 @@ def test_a_failure_in_the_kernel_is_named_with_its_operation(tmp_path, operation
         with pytest.raises(remote_call.RemoteCallFailed) as failed:
             await remote_call.call(kc, DEMO, operation, 30)
         return str(failed.value)
-    assert says in _run(_session(tmp_path, body))
+    assert says in run_coroutine(_session(tmp_path, body))
 
 
 def test_a_kernel_that_does_not_answer_in_time_is_named(tmp_path):
@@ -87,4 +80,4 @@ def test_a_kernel_that_does_not_answer_in_time_is_named(tmp_path):
         with pytest.raises(remote_call.RemoteCallFailed) as failed:
             await remote_call.call(kc, DEMO, "add", 2, a=1, b=1)
         return str(failed.value)
-    assert "did not answer add within 2 s" in _run(_session(tmp_path, body))
+    assert "did not answer add within 2 s" in run_coroutine(_session(tmp_path, body))

@@ -6,7 +6,6 @@ without spares.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import signal
 from pathlib import Path
@@ -20,6 +19,7 @@ from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.grading import grade_unit, worker_config
 from lmpolicy_grader.class_grading.status import Status
 
+from ...own_thread import in_own_thread
 from .. import tiny_course
 
 pytestmark = pytest.mark.skipif(sandbox.sandbox_problem() is not None and not os.environ.get("LMPOLICY_REQUIRE_SANDBOX"),
@@ -50,13 +50,6 @@ def course(tmp_path):
     tiny_course.submit(root, "d_planter", tiny_course.replace_answer(_released_notebook(root), "ex1__answer", planter))
     yield root
     kernel_pool.stop_spares()
-
-
-def _in_a_thread(function, *args):
-    """Run ``function`` in a thread of its own: a browser test earlier on this pytest worker leaves an
-    event loop running in the main thread, where nbclient's run_sync cannot start its own."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(function, *args).result()
 
 
 def _grade_all(root: Path, students: list[str], spares: bool) -> dict[str, object]:
@@ -98,13 +91,13 @@ STUDENTS = ["d_planter", "a_reference", "b_wrong", "c_helper"]  # the planter fi
 
 def test_notebooks_graded_in_spare_kernels_score_as_in_kernels_of_their_own(course):
     kernel_pool.SERVED.clear()
-    with_spares = _in_a_thread(_grade_all, course, STUDENTS, True)
+    with_spares = in_own_thread(_grade_all, course, STUDENTS, True)
     served = dict(kernel_pool.SERVED)
     scores_with_spares = {student: _scores(course, student) for student in STUDENTS}
-    _in_a_thread(kernel_pool.stop_spares)
+    in_own_thread(kernel_pool.stop_spares)
     assert _children_kernels() == [], "a spare kernel outlived stop_spares"
 
-    without = _in_a_thread(_grade_all, course, STUDENTS, False)
+    without = in_own_thread(_grade_all, course, STUDENTS, False)
     scores_without = {student: _scores(course, student) for student in STUDENTS}
 
     # every notebook found both ready, the first too: the worker's start-up (worker_config) started its kernels
@@ -118,23 +111,23 @@ def test_notebooks_graded_in_spare_kernels_score_as_in_kernels_of_their_own(cour
 
 
 def test_a_spare_that_no_longer_fits_is_stopped_and_the_notebook_starts_its_own(course, monkeypatch):
-    _in_a_thread(_grade_reference, course)  # leaves a spare of each kind for the next notebook
+    in_own_thread(_grade_reference, course)  # leaves a spare of each kind for the next notebook
     stale = kernel_pool._SPARES["grading"].manager
     monkeypatch.setenv("LMPOLICY_SOMETHING_CHANGED", "1")  # the kernel would now inherit another environment
     kernel_pool.SERVED.clear()
-    outcome = _in_a_thread(_grade_reference, course)
+    outcome = in_own_thread(_grade_reference, course)
     assert outcome.status == Status.GRADED
     assert kernel_pool.SERVED["grading"] == 0
-    assert not _in_a_thread(lambda: __import__("jupyter_core.utils").utils.run_sync(stale.is_alive)())
+    assert not in_own_thread(lambda: __import__("jupyter_core.utils").utils.run_sync(stale.is_alive)())
 
 
 def test_a_spare_that_died_while_it_waited_is_replaced(course):
-    _in_a_thread(_grade_reference, course)
+    in_own_thread(_grade_reference, course)
     spare = kernel_pool._SPARES["grading"]
     os.kill(spare.manager.provisioner.process.pid, signal.SIGKILL)  # bwrap, and the kernel with it
     spare.manager.provisioner.process.wait()
     kernel_pool.SERVED.clear()
-    outcome = _in_a_thread(_grade_reference, course)
+    outcome = in_own_thread(_grade_reference, course)
     assert outcome.status == Status.GRADED, outcome.reason
     assert kernel_pool.SERVED["grading"] == 0
     assert _scores(course, "a_reference") == {"ex1__tests": 2.0, "ex2__tests": 3.0}
@@ -144,7 +137,7 @@ def test_no_spare_starts_when_no_next_notebook_is_expected(course):
     """The grader's last tasks of a class say no other notebook comes: they leave no kernel behind."""
     kernel_pool.expect_next_notebook(False)
     try:
-        outcome = _in_a_thread(_grade_reference, course)
+        outcome = in_own_thread(_grade_reference, course)
     finally:
         kernel_pool.expect_next_notebook(True)
     assert outcome.status == Status.GRADED
@@ -163,7 +156,7 @@ def test_a_spare_that_cannot_start_costs_the_next_notebook_its_head_start_never_
         raise BlockingIOError(11, "Resource temporarily unavailable")
 
     monkeypatch.setattr(GradingKernelManager, "start_for_a_later_notebook", start_then_fail)
-    outcome = _in_a_thread(_grade_reference, course)
+    outcome = in_own_thread(_grade_reference, course)
     assert outcome.status == Status.GRADED, outcome.reason
     assert "grading" not in kernel_pool._SPARES and _children_kernels() == []
     # what the grader warns of itself reaches the instructor with the outcome (nbgrader's own warnings do not)
@@ -177,7 +170,7 @@ def test_a_spare_that_cannot_start_costs_the_next_notebook_its_head_start_never_
 
     monkeypatch.undo()
     kernel_pool.SERVED.clear()
-    outcome = _in_a_thread(_grade_reference, course)
+    outcome = in_own_thread(_grade_reference, course)
     assert outcome.status == Status.GRADED, outcome.reason
     assert kernel_pool.SERVED["grading"] == 0
     assert _scores(course, "a_reference") == {"ex1__tests": 2.0, "ex2__tests": 3.0}
