@@ -229,12 +229,9 @@ class GradingKernelManager(AsyncKernelManager):
 
     def _fork_request(self, holder: int) -> dict:
         """What the zygote's child needs to be this kernel in the sandbox that ``holder`` runs in
-        (``forked.become_sandboxed_kernel``): the command line's arguments and limits, as prlimit has them."""
+        (``forked.become_sandboxed_kernel``): the command line's arguments, and the limits prlimit sets there."""
         command = self._forked_start["command"]  # prlimit --as=.. --cpu=.. -- python -m ipykernel_launcher ...
-        limits = {"NPROC": self._sandbox.max_processes}
-        for option in command[1:command.index("--")]:
-            name, value = option.lstrip("-").split("=")
-            limits[name.upper()] = int(value)
+        limits = {"AS": self.memory_bytes, "CPU": self.cpu_seconds, "NPROC": self._sandbox.max_processes}
         cgroup = self._sandbox.cgroup
         return {"arguments": command[command.index(LAUNCHER) + 1:], "env": self._forked_start["env"],
                 "error_output": f"/proc/{os.getpid()}/fd/{self._error_output.fileno()}",
