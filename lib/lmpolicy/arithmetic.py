@@ -1,22 +1,26 @@
 """The same floating-point arithmetic on every x86-64 machine, so that a seeded run gives the same numbers.
 
-torch picks its kernels by the processor it finds: AVX-512 on one machine, AVX2 on another, and Intel's
-MKL (torch's matrix products on x86) picks its own code path by processor and vendor. Each path rounds in
-a different order. One forward pass differs only in the last bits, but training amplifies that: the same
-seeded REINFORCE run of notebook 08 (``python -m lmpolicy.tinylm.reinforce``) reached its target at update 90
-on one machine, and on an AMD EPYC at update 100 with torch's AVX-512 kernels and 130 with its AVX2 ones.
+torch picks its kernels by the processor it finds, and so do the two Intel libraries inside it: MKL (its
+matrix products on x86) and oneDNN (some element-wise layers, TinyLM's GELU among them). Each path rounds
+in a different order. One forward pass differs only in the last bits, but training amplifies that: the
+same seeded REINFORCE run of notebook 08 (``python -m lmpolicy.tinylm.reinforce``) reached its target at
+update 90 on one machine, and on an AMD EPYC at update 100 with torch's AVX-512 kernels and 130 with its
+AVX2 ones.
 
-So, before torch computes anything, the course pins both choices:
+So, before torch computes anything, the course pins all three choices:
 
 * ``ATEN_CPU_CAPABILITY=avx2``: torch's own kernels take their AVX2 path (every Intel or AMD laptop since
   about 2015 has it); a processor without AVX2 falls back to the plain path, and its numbers differ;
+* ``ONEDNN_MAX_CPU_ISA=AVX2``: oneDNN's generated kernels stop at AVX2 too. oneDNN does not read torch's
+  setting: with only the two others pinned, notebook 08's run still reached its target at update 100
+  where the processor had AVX-512 and at 110 where it had not (GELU by oneDNN's AVX-512 code);
 * ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility on its SSE2 path, the one branch that
   gives the same results on Intel and AMD processors alike. It costs speed (REINFORCE about 1.4x slower
   than AVX-512 on an AMD EPYC), the price of a notebook whose prose can quote its numbers.
 
-Both are read when torch runs its first operation, not when it is imported, so importing ``lmpolicy``
-right after ``import torch`` is in time. Apple-silicon Macs have neither (torch runs NEON kernels there):
-their runs land near, not on, the quoted numbers.
+All are read when torch runs its first operation, not when it is imported, so importing ``lmpolicy``
+right after ``import torch`` is in time. Apple-silicon Macs have none of them (torch runs NEON kernels
+there): their runs land near, not on, the quoted numbers.
 """
 from __future__ import annotations
 
@@ -24,11 +28,11 @@ import os
 import sys
 import warnings
 
-PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE"}
+PINNED = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "COMPATIBLE"}
 
 
 def pin() -> None:
-    """Pin torch's and MKL's code paths (unless the environment already chose them); if torch is already
+    """Pin torch's, oneDNN's and MKL's code paths (unless the environment already chose them); if torch is already
     imported, check that it had not yet computed anything (torch is not imported here: the grader's own
     process imports parts of lmpolicy and has no use for it)."""
     for name, value in PINNED.items():

@@ -69,13 +69,6 @@ def test_where_the_mistakes_are_is_quoted_from_the_table(prose):
 
 RL_UPDATES, SFT_UPDATES = 20, 160  # section 6: 40,960 sampled answers, or worked examples, per run
 runs_of_the_notebook = pytest.mark.xdist_group(NOTEBOOK08_GROUP)
-# The prose quotes seeded runs measured on processors with AVX-512, where Intel and AMD agree once lmpolicy.arithmetic
-# pins torch's and MKL's paths. On an AMD EPYC without AVX-512 (session 17's CI-like run) the main run reached its
-# targets at update 110, not 100, and section 6 ended on other figures: the pin misses a path there, not yet found.
-# A known defect, marked where it shows; on a processor with AVX-512 these tests must pass.
-CPU_FLAGS = set(Path("/proc/cpuinfo").read_text().split()) if Path("/proc/cpuinfo").exists() else set()
-quoted_from_avx512_runs = pytest.mark.xfail("avx512f" not in CPU_FLAGS, strict=False,
-                                            reason="notebook 08's seeded runs differ on processors without AVX-512")
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +78,6 @@ def figures(notebook08_as_a_student):
 
 @pytest.mark.slow
 @runs_of_the_notebook
-@quoted_from_avx512_runs
 def test_the_main_run_reaches_the_targets_where_the_prose_says(prose, figures):
     h, recipe, again = figures["main"], figures["recipe"], figures["again"]
     assert h["updates_to_target"] is not None and h["updates"][-1] == h["updates_to_target"]  # stopped on target
@@ -129,7 +121,6 @@ def comparison(figures):
 
 @pytest.mark.slow
 @runs_of_the_notebook
-@quoted_from_avx512_runs
 def test_the_comparisons_are_quoted_as_the_seeded_runs_end(prose, comparison):
     free, dial, rft, more_sft = ({k: v[-1] if isinstance(v, list) else v for k, v in comparison[name].items()}
                                  for name in ("no leash", "beta 0.2", "rft", "sft"))
@@ -144,12 +135,12 @@ def test_the_comparisons_are_quoted_as_the_seeded_runs_end(prose, comparison):
     assert f"each seeing {more_sft['answers']:,.0f} answers: {RL_UPDATES} updates" in prose
     assert f"after {more_sft['answers']:,.0f} answers" in prose
     # and what the prose says of them: the leash costs no accuracy worth the name and the leashed run is a little
-    # closer to the reference; the stronger leash is as accurate, clearly further left; rejection sampling ahead of
+    # closer to the reference; the stronger leash is as accurate, further left; rejection sampling ahead of
     # REINFORCE and a little further from the reference; SFT far ahead and furthest from the reference
     for key in ("greedy", "sampled"):
         assert abs(leashed[key] - free[key]) < 0.01 and abs(dial[key] - leashed[key]) < 0.01
     assert leashed["kl"] < free["kl"]
-    assert dial["kl"] < min(leashed["kl"], free["kl"]) - 0.04
+    assert dial["kl"] < min(leashed["kl"], free["kl"]) - 0.02
     assert rft["greedy"] > leashed["greedy"] and rft["sampled"] > leashed["sampled"]
     assert max(leashed["kl"], free["kl"]) < rft["kl"] < max(leashed["kl"], free["kl"]) + 0.1
     assert more_sft["greedy"] > rft["greedy"] + 0.01
