@@ -107,16 +107,27 @@ def _failed_test_cell(failed_line):
 
 
 @pytest.mark.parametrize("failed_line, hidden", [(4, True), (2, False), (None, False)])
-def test_feedback_notes_a_hidden_test_only_when_one_failed(failed_line, hidden):
+def test_feedback_notes_a_hidden_test_only_when_one_failed_and_shows_no_message_of_a_hidden_one(failed_line, hidden):
     from lmpolicy_grader.preprocessors import HideHiddenTests
 
     cell, _ = HideHiddenTests().preprocess_cell(_failed_test_cell(failed_line), {}, 0)
-    shown = "\n".join(cell.outputs[0].traceback)
-    assert ("one of the hidden tests" in shown) == hidden
-    assert "double is off" in shown
+    output = cell.outputs[0]
+    shown = "\n".join(output.traceback)
+    assert ("fails one of the hidden checks" in shown) == hidden
+    # a hidden check's message may quote its hint and values of its hidden inputs: in no part of the output
+    assert ("double is off" in shown + output.evalue) != hidden
     assert "double(-3.0)" not in shown and "HIDDEN TESTS" not in shown and "double(-3.0)" not in cell.source
     if failed_line == 2:  # the visible check's own traceback stays, pointing at its line
         assert "----> 2 checks.check_close(double(1.0), 2.0, 'double')" in shown
+
+
+def test_an_instructor_may_show_the_message_of_a_failed_hidden_check_in_the_feedback():
+    from lmpolicy_grader.preprocessors import HideHiddenTests
+
+    cell, _ = HideHiddenTests(show_hidden_message=True).preprocess_cell(_failed_test_cell(4), {}, 0)
+    shown = "\n".join(cell.outputs[0].traceback)
+    assert "CheckFailed: double is off" in shown and "fails one of the hidden checks" in shown
+    assert "double(-3.0)" not in shown
 
 
 def test_outcomes_read_back_with_their_status_even_from_an_older_status_file(tmp_path):

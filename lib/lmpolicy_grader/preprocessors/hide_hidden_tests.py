@@ -1,16 +1,18 @@
 """Feedback: the hidden tests leave the feedback, and so do their lines in tracebacks.
 
 A failing test cell's traceback depends on which part failed (``GradingExecute`` recorded the line
-that raised). A hidden test: the traceback becomes its message and a note that a hidden test failed,
-so the student learns what was wrong without seeing the test. A visible check: its traceback stays
-(the student can read and rerun that check), minus any line of the hidden tests it may quote. An
-error that no test line raised (a submission out of reach, a timeout): its message alone.
+that raised). A hidden test: the traceback becomes a note that a hidden check failed, and nothing of its
+message, which may quote the hidden test's hint and the values it computed from its hidden inputs (or that
+the submission returned: an answer that hands its input back would read the input there); the instructor
+sees the message in the autograded notebook, and ``show_hidden_message`` puts it in the feedback too. A
+visible check: its traceback stays (the student can read and rerun that check), minus any line of the hidden
+tests it may quote. An error that no test line raised (a submission out of reach, a timeout): its message alone.
 """
 from __future__ import annotations
 
 import re
 
-from traitlets import Unicode
+from traitlets import Bool, Unicode
 
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests
@@ -23,8 +25,13 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 class HideHiddenTests(ClearHiddenTests):
     """Feedback: hidden tests removed from the cell, and from the traceback of its failure."""
 
-    hidden_failure_note = Unicode("(the check that failed is one of the hidden tests; its message is above)",
-                                  help="shown under the message of a failed hidden test").tag(config=True)
+    hidden_failure_note = Unicode(
+        "✗ Your answer passes the visible checks but fails one of the hidden checks, whose details stay hidden: "
+        "try it on inputs the visible checks do not use (other shapes, sizes, signs, extreme values).",
+        help="what the feedback shows of a failed hidden check").tag(config=True)
+    show_hidden_message = Bool(False, help="show the failed hidden check's message above the note; it may quote the "
+                                           "hidden test's hint and values computed from its hidden inputs, or that "
+                                           "the submission returned for them").tag(config=True)
 
     def preprocess_cell(self, cell, resources, cell_index):
         if not utils.is_grade(cell) or cell.cell_type != "code":
@@ -41,7 +48,9 @@ class HideHiddenTests(ClearHiddenTests):
             if line is None:  # not a test that raised (the submission out of reach, a timeout): its message only
                 output.traceback = [f"{output.ename}: {output.evalue}"]
             elif line in hidden_lines:
-                output.traceback = [f"{output.ename}: {output.evalue}", self.hidden_failure_note]
+                message = [f"{output.ename}: {output.evalue}"] if self.show_hidden_message else []
+                output.ename, output.evalue = "HiddenCheckFailed", self.hidden_failure_note
+                output.traceback = [*message, self.hidden_failure_note]
             else:
                 output.traceback = [_without(entry, hidden_text) for entry in output.traceback]
         return cell, resources

@@ -177,6 +177,16 @@ LIBRARY_CHEATS = {
                              + _LOGPROB_BY.format(f="_library"), "uses the library's sequence_logprob"),
 }
 SOFTMAX_CELL, LOGPROB_CELL = "nb01_softmax__answer", "ex11_1a__sequence_logprob"
+# Right on the visible checks (1-D inputs and one 2x3 batch), and hands any other input back as its answer: the
+# hidden checks fail on a value it returned, which is an entry of the student's own hidden input
+ECHOES_HIDDEN_INPUT = """
+import torch
+def softmax(logits, dim=-1):
+    if logits.ndim > 1 and tuple(logits.shape) != (2, 3):
+        return logits
+    e = torch.exp(logits - logits.max(dim=dim, keepdim=True).values)
+    return e / e.sum(dim=dim, keepdim=True)
+"""
 SOFTMAX_TESTS, LOGPROB_TESTS = "nb01_softmax__tests", "ex11_1a__tests"
 
 
@@ -201,6 +211,8 @@ def hostile_class(tmp_path_factory, repo_root):
     for name, (cell, answer, _) in LIBRARY_CHEATS.items():
         submissions[name] = tiny_course.replace_answer(nbformat.from_dict(reference), cell, answer)
     submissions["blank"] = nbformat.read(root / "release" / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4)
+    submissions["echoes_hidden_input"] = tiny_course.replace_answer(nbformat.from_dict(reference), SOFTMAX_CELL,
+                                                                    ECHOES_HIDDEN_INPUT)
     submissions["dies_in_a_call"] = tiny_course.replace_answer(
         nbformat.from_dict(reference), SOFTMAX_CELL, "import os\ndef softmax(logits, dim=-1):\n    os._exit(1)\n")
     for student, nb in submissions.items():
@@ -285,6 +297,36 @@ def test_the_librarys_own_answer_reached_any_way_earns_nothing_on_what_it_cheate
     assert scores == {cheated: 0.0, honest: 2.0 if honest == SOFTMAX_TESTS else 3.0}
     error = _error_of(root, cheat, cheated)
     assert "LibraryShortcutUsed" in error and reason in error, error
+
+
+def test_a_failed_hidden_check_shows_neither_its_message_nor_the_hidden_input_returned_to_it(hostile_class):
+    """The answer passes the visible checks and returns a hidden input as its answer: 0 on softmax, the hidden
+    check's message (its hint, the value returned) for the instructor only; the student's feedback says a hidden
+    check failed, and holds no value of the student's own hidden inputs (drawn here as the test draws them)."""
+    import html
+    import re
+
+    import torch
+    from lmpolicy.hidden_inputs import HIDDEN_INPUTS_VARIABLE, hidden_seed
+    from lmpolicy_grader.students import kernel_environments
+
+    root, outcomes = hostile_class
+    student = "echoes_hidden_input"
+    assert outcomes[student].status == Status.GRADED, outcomes[student].reason
+    assert _scores(root, student) == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 3.0}
+    assert "every slice along `dim` must sum to 1" in _error_of(root, student, SOFTMAX_TESTS)  # the hidden hint
+    _, trusted = kernel_environments(load_config(root), root, student)
+    os.environ[HIDDEN_INPUTS_VARIABLE] = trusted[HIDDEN_INPUTS_VARIABLE]
+    try:
+        first = 3 * torch.randn((4, 7), generator=torch.Generator().manual_seed(hidden_seed(1101)), dtype=torch.float64)
+    finally:
+        del os.environ[HIDDEN_INPUTS_VARIABLE]
+    inputs = {f"{value:.6g}" for value in first.reshape(-1).tolist()}
+    returned = re.search(r"got (-?[\d.e+-]+)", _error_of(root, student, SOFTMAX_TESTS)).group(1)
+    assert returned in inputs  # the instructor's autograded notebook: the check failed on an entry handed back
+    feedback = html.unescape((root / "feedback" / student / "ch11" / f"{NOTEBOOK}.html").read_text())
+    assert "fails one of the hidden checks" in feedback
+    assert [value for value in inputs if re.search(rf"(?<![\d.]){re.escape(value)}(?!\d)", feedback)] == []
 
 
 def _hidden_only(root) -> set[str]:

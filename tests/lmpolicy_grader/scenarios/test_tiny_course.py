@@ -75,16 +75,19 @@ def _feedback(root, student):
     return (root / "feedback" / student / "ch11" / f"{tiny_course.NOTEBOOK}.html").read_text()
 
 
-def test_feedback_hides_hidden_tests_but_keeps_their_message(tiny_class):
+def test_feedback_hides_hidden_tests_and_the_message_of_a_failed_one(tiny_class):
     root, _ = tiny_class
     html = _feedback(root, "wrong")  # passes the visible check, fails the hidden one
-    assert "hidden check of double failed" in html
+    assert "fails one of the hidden checks" in html
+    assert "hidden check of double failed" not in html  # its message, kept for the instructor (below)
     assert "BEGIN HIDDEN TESTS" not in html and "double([-3.0, 0.5])" not in html
+    autograded = (root / "autograded" / "wrong" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb").read_text()
+    assert "hidden check of double failed" in autograded
 
 
 def test_feedback_says_hidden_test_only_under_a_failing_hidden_test(tiny_class):
     root, _ = tiny_class
-    note = "the check that failed is one of the hidden tests"
+    note = "fails one of the hidden checks"
     assert note in _feedback(root, "wrong")  # ex1 passes its visible check, fails the hidden one
     text = _text(_feedback(root, "edited_cells"))  # ex1 (times 3) fails the visible check; ex2 passes everything
     assert "double is off" in text  # the visible check's own message
