@@ -26,8 +26,8 @@ class HideHiddenTests(ClearHiddenTests):
     """Feedback: hidden tests removed from the cell, and from the traceback of its failure."""
 
     hidden_failure_note = Unicode(
-        "✗ Your answer passes the visible checks but fails one of the hidden checks, whose details stay hidden: "
-        "try it on inputs the visible checks do not use (other shapes, sizes, signs, extreme values).",
+        "✗ Your answer passes the visible checks but fails one of the hidden checks, whose details stay hidden:\n"
+        "  try it on inputs the visible checks do not use (other shapes, sizes, signs, extreme values).",
         help="what the feedback shows of a failed hidden check").tag(config=True)
     show_hidden_message = Bool(False, help="show the failed hidden check's message above the note; it may quote the "
                                            "hidden test's hint and values computed from its hidden inputs, or that "
