@@ -32,6 +32,7 @@ asks it for each sandboxed kernel and follows the kernel and its sandbox as one 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -114,7 +115,8 @@ class ForkedProcess:
 
     def send_signal(self, signum: int) -> None:
         if self.poll() is None:  # a pidfd reaches this kernel only, never a later process with its pid
-            signal.pidfd_send_signal(self._pidfd, signum)
+            with contextlib.suppress(ProcessLookupError):  # it ended between the look and the signal, as Popen's
+                signal.pidfd_send_signal(self._pidfd, signum)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)

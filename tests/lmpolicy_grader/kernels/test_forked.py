@@ -319,3 +319,25 @@ def test_without_the_provisioner_installed_the_kernel_starts_from_its_command_li
         assert _kernel_process(tmp_path) == ("Popen", os.getpid())
     assert [w for w in warnings if "kernel provisioner is not installed" in w and "pip install -e ." in w]
     assert forked_kernel.provisioner_installed()  # here it is: `make install` registered it
+
+
+def test_a_kernel_that_ends_between_the_look_and_the_signal_is_signalled_without_an_error():
+    """The kernel's process is reaped the moment it ends (the zygote ignores SIGCHLD), so it can end after
+    ``poll`` saw it running and before the signal: a grading under load once failed an honest notebook there
+    with ProcessLookupError, out of the sandbox's poll."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    process = forked_kernel.ForkedProcess(child.pid)
+    child.wait()  # ended and reaped: its pidfd now names no process
+    process.poll = lambda: None  # what poll said an instant before the end
+    process.send_signal(signal.SIGKILL)
+    process.terminate()
+    del process.poll
+    assert process.poll() == forked_kernel.ENDED
+
+    sandbox = subprocess.Popen([sys.executable, "-c", "pass"])
+    sandbox.wait()
+    kernel = forked_kernel.ForkedProcess(subprocess.Popen([sys.executable, "-c", "pass"]).pid)
+    os.waitpid(kernel.pid, 0)
+    kernel_polls = iter([None])  # running at the first look, ended after
+    kernel.poll = lambda: next(kernel_polls, forked_kernel.ENDED)
+    assert forked_kernel.SandboxedForkedProcess(sandbox, kernel).poll() == forked_kernel.ENDED
