@@ -75,7 +75,7 @@ instructor: $(STUDENT_VENV) $(GRADER)
 	$(JUPYTER_LAB) $(LAB_ARGS)
 
 test: $(EVERYTHING)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q --durations=40
+	$(BIN)/python -m pytest -n 2 --dist loadgroup --no-loadscope-reorder -q --durations=40
 
 test-fast: $(EVERYTHING)
 	$(BIN)/python -m pytest -q -m "not slow and not browser"

@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.longest_first import put_longest_first
+
+pytest_plugins = ["tests.longest_first"]
 ROOT = Path(__file__).resolve().parents[1]
 _SCRATCH = Path(tempfile.mkdtemp(prefix="lmpolicy-test-home-"))
 for _var in ("JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR", "MPLCONFIGDIR"):
@@ -28,7 +31,7 @@ def repo_root() -> Path:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """Make `--dist loadgroup` honour @pytest.mark.xdist_group again.
+    """Make `--dist loadgroup` honour @pytest.mark.xdist_group again, then put the longest work first.
 
     pytest-xdist 3.8 tags grouped tests by writing ``item._nodeid = "<id>@<group>"``, but pytest 9
     keeps the node id in ``item._id``, so the tag is lost and grouped tests are spread over both
@@ -40,6 +43,7 @@ def pytest_collection_modifyitems(config, items):
         tagged = item.__dict__.get("_nodeid")
         if tagged and tagged != item.nodeid:
             item._id = coerce_node_id(tagged)
+    put_longest_first(items)
 
 
 def pytest_terminal_summary(terminalreporter):
