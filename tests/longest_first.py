@@ -6,11 +6,10 @@ collected last keeps one worker busy for five minutes while the other waits. So 
 moved to the front, longest first (`make test` passes ``--no-loadscope-reorder`` so that xdist keeps this order);
 everything else keeps its collection order after them.
 
-``MEASURED_SECONDS`` holds each unit's seconds as `make test`'s ``--durations=40`` summary printed them (setup and
-call summed over a group's tests) in the CI-like run of commit d0fe003 on a 2-core AMD EPYC. Refresh it when a
-unit's time changes much: set ``LMPOLICY_TEST_TIMELINE=<file>`` and each worker appends, per test, its name, the
-worker and the test's start and end (seconds since the epoch), from which each unit's time and each worker's
-idle tail can be read.
+``MEASURED_SECONDS`` holds the units of a minute or more, each with its seconds (setup, call and teardown summed
+over a group's tests) in the CI-like run of commit 9e3ffa3 on a 2-core AMD EPYC, read off its timeline: with
+``LMPOLICY_TEST_TIMELINE=<file>`` set, each worker appends a line per test (worker, start, end, node id). Refresh the
+table from such a run when a unit's time changes much; the same file shows each worker's idle tail.
 """
 from __future__ import annotations
 
@@ -20,20 +19,22 @@ import time
 import pytest
 
 MEASURED_SECONDS = {
-    "notebook08_as_a_student": 345,  # notebook 08 run as a student runs it, then its figures read off the run
-    "dask": 315,
-    "tests/lmpolicy/tinylm/test_kl_placement.py::test_the_full_run_shows_what_the_notebook_and_readme_say": 232,
-    "browser": 231,
-    "hostile_sandbox": 209,
-    "postgres": 205,
-    "ch11_class": 169,
-    "tiny_class": 138,
-    "hostile_in_process": 113,
+    "notebook08_as_a_student": 405,  # notebook 08 run as a student runs it, then its figures read off the run
+    "dask": 373,
+    "tests/lmpolicy/tinylm/test_kl_placement.py::test_the_full_run_shows_what_the_notebook_and_readme_say": 373,
+    "browser": 325,
+    "hub": 213,
+    "ch11_class": 193,
+    "postgres": 181,
+    "hostile_sandbox": 168,
     "tests/notebooks/test_wrong_answers.py::test_hidden_tests_fail_each_wrong_answer_and_pass_the_reference"
-    "[08_tinylm_reinforce]": 107,
-    "hub": 106,
+    "[08_tinylm_reinforce]": 140,
+    "tiny_class": 139,
+    "hostile_in_process": 123,
+    "variants_class": 97,
     "real_class": 76,
-    "variants_class": 65,
+    "tests/notebooks/test_execution.py::test_source_notebook_runs_under_the_grader_within_the_cell_limit"
+    "[08_tinylm_reinforce]": 59,
 }
 
 
