@@ -55,11 +55,25 @@ def test_a_forked_kernel_is_shut_in_as_the_sandbox_shuts_in_its_own_command(sand
     assert forked_kernel["files"] == started["files"]  # the notebook's folder, copied in the same
     assert forked_kernel["limits"] == started["limits"]  # prlimit's, set by setrlimit
     # nothing of the zygote's comes along: as many sockets as ipykernel opens in a started kernel, and no file but
-    # the kernel's error output (a deleted temporary file of the grader's, which the started kernel holds too)
-    forked_files, started_files = (Counter(re.sub(r"#\d+", "#", name) for name in seen["open files"])
+    # the kernel's error output (a deleted temporary file of the grader's, which the started kernel holds too) and
+    # its own IPython history, whose "-journal" file is open only while the history thread is writing a cell
+    forked_files, started_files = (Counter(opened_file(name) for name in seen["open files"])
                                    for seen in (forked_kernel, started))
     assert forked_files["socket"] == started_files["socket"], (forked_files, started_files)
     assert set(forked_files) <= set(started_files) | {"/dev/null"}, (forked_files, started_files)
+
+
+def opened_file(name: str) -> str:
+    """An open file's name with what changes from one run to the next taken out: temporary numbers, and the
+    rollback journal SQLite keeps beside a database while it writes to it."""
+    return re.sub(r"-journal$", "", re.sub(r"#\d+", "#", name))
+
+
+def test_opened_file_names_the_history_database_whether_or_not_it_is_being_written():
+    assert opened_file("/tmp/.ipython/profile_default/history.sqlite-journal") == \
+        opened_file("/tmp/.ipython/profile_default/history.sqlite") == "/tmp/.ipython/profile_default/history.sqlite"
+    assert opened_file("/tmp/#12 (deleted)") == "/tmp/# (deleted)"
+    assert opened_file("/course/lib/lmpolicy/__init__.py") == "/course/lib/lmpolicy/__init__.py"
 
 
 def test_the_grading_zygote_refuses_to_fork_once_it_holds_any_of_the_course():
