@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from lmpolicy import progress
+from lmpolicy.verdict_lines import wrapped
 
 MAX_SHOWN_LINES = 8     # a failed check shows at most this many lines: message, the student's frames, hint
 MAX_HINT_LINES = 2
@@ -78,7 +79,7 @@ class CheckFailed(AssertionError):
         shown = [f"{RED}{BOLD}\u2717 {self.heading}:{RESET} {lines[0]}", *lines[1:], *details]
         if hint_lines:
             shown += [f"{BOLD}Hint:{RESET} {hint_lines[0]}", *hint_lines[1:]]
-        return shown
+        return wrapped(shown)
 
 
 class StudentCodeRaised(CheckFailed):
@@ -136,7 +137,7 @@ def _frame_line(frame: traceback.FrameSummary) -> str:
     code = (frame.line or linecache.getline(frame.filename, frame.lineno or 0)).strip()
     where = f"{_cell_name(frame.filename)}, line {frame.lineno}"
     text = f"  {where}, in {frame.name}: {code}" if frame.name != "<module>" else f"  {where}: {code}"
-    return text if len(text) <= 120 else text[:117] + "..."
+    return text if len(text) <= 120 else text[:117] + "..."  # wrapped with the rest, on two lines at most
 
 
 def _fail(message: str, hint: str | None = None, error: type[CheckFailed] = CheckFailed):
@@ -449,8 +450,8 @@ def explain_name_errors(shell, advice) -> None:
             if name:
                 found = advice(name, shell.user_ns)
                 found = found if isinstance(found, NameAdvice) else NameAdvice(str(found))
-                line = f"{RED}{BOLD}\u2717 Not defined yet:{RESET} {found.text}"
-                shown = [line] if found.alone else [*shown, line]
+                lines = wrapped([f"{RED}{BOLD}\u2717 Not defined yet:{RESET} {found.text}"])
+                shown = lines if found.alone else [*shown, *lines]
         except Exception:  # noqa: BLE001 - the advice must never hide the error itself
             pass
         sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb  # for %debug, as IPython's display

@@ -21,33 +21,18 @@ from __future__ import annotations
 
 import re
 import sys
-import textwrap
 
 import nbformat
-from nbconvert.filters import ansi2html, strip_ansi
+from nbconvert.filters import ansi2html
 from nbgrader import utils
 from nbgrader.validator import Validator
 
 from lmpolicy import catalogue
+from lmpolicy.verdict_lines import strip_ansi, wrap
 
 MARK = "\u2717"  # how every verdict line of lmpolicy.checks begins
-CONTINUATION = "  "  # the further indent of the rest of a verdict line too long for one
-DIALOG_WIDTH = 100  # characters: the Validate dialog's <pre> shows about 115 at 1280 px and does not wrap
 # the modules of nbgrader that build a Validator by name (its command line, its Validate button's handler)
 NBGRADER_USERS = ("nbgrader.apps.validateapp", "nbgrader.server_extensions.validate_assignment.handlers")
-
-
-def wrap(text: str, width: int, indent: str = "") -> str:
-    """Each line of ``text`` wrapped at ``width`` visible characters, its rest indented a little further.
-
-    ANSI colour codes count as nothing: lmpolicy.checks colours only the start of a line ("✗ Check failed:"),
-    so the first piece of a line holds them all."""
-    lines = []
-    for line in text.splitlines():
-        hidden = len(line) - len(strip_ansi(line))
-        lines.append(textwrap.fill(line, width + hidden, initial_indent=indent, subsequent_indent=indent + CONTINUATION,
-                                   break_on_hyphens=False, break_long_words=False) or indent)
-    return "\n".join(lines)
 
 
 def cell_name(cell, notebook) -> str:
@@ -154,7 +139,7 @@ class VerdictValidator(Validator):
         if mismatch and not self.invert and "type_changed" not in results:
             results.setdefault("failed", []).insert(0, {"source": "Your own numbers", "raw_error": mismatch})
         for entry in results.get("failed", []):  # the dialog shows "error" as it is: wrapped to fit it
-            entry["error"] = ansi2html(wrap(entry["raw_error"], DIALOG_WIDTH))
+            entry["error"] = ansi2html(wrap(entry["raw_error"]))
         return results
 
     def _get_changed_cells(self, nb):

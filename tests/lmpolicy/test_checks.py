@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from lmpolicy import checks, progress
+from lmpolicy.verdict_lines import CONTINUATION, WIDTH
 
 
 def first_line(excinfo) -> str:
@@ -187,6 +188,25 @@ def rendered(error: BaseException) -> list[str]:
     return [ANSI.sub("", line) for line in error._render_traceback_()]
 
 
+def one_verdict(shown: list[str]) -> str:
+    """The text of ``shown`` when it is a single ✗ line wrapped between words (its other lines are its continuation)."""
+    assert shown[0].startswith("\u2717") and all(re.match(CONTINUATION + r"\S", line) for line in shown[1:]), shown
+    assert all(len(line) <= WIDTH for line in shown), shown
+    return " ".join(line.strip() for line in shown)
+
+
+def test_a_long_verdict_is_wrapped_between_words_to_fit_the_output_area():
+    """JupyterLab breaks a long output line inside a word ("firs" / "t."); the course's verdicts arrive wrapped."""
+    words = " ".join(f"word{i}" for i in range(60))
+    shown = rendered(checks.CheckFailed(words, hint="one two " * 20))
+    assert len(shown) > 2 and all(len(line) <= WIDTH for line in shown), shown
+    hint = next(i for i, line in enumerate(shown) if line.startswith("Hint:"))
+    assert " ".join(line.strip() for line in shown[:hint]) == "\u2717 Check failed: " + words
+    assert " ".join(line.strip() for line in shown[hint:]) == "Hint: " + ("one two " * 20).strip()
+    coloured = checks.CheckFailed(words)._render_traceback_()
+    assert coloured[0].startswith(checks.RED + checks.BOLD + "\u2717 Check failed:" + checks.RESET + " word0")
+
+
 def test_a_failed_check_renders_as_its_message_and_hint_only():
     with pytest.raises(checks.CheckFailed) as excinfo:
         checks.check_close([0.1, 0.9], [0.1, 0.8], "softmax(z)", hint="divide by the sum")
@@ -278,10 +298,12 @@ def test_an_error_in_the_students_function_shows_the_call_and_the_students_lines
     assert error["ename"] == "StudentCodeRaised"
     shown = [ANSI.sub("", line) for line in error["traceback"]]
     assert len(shown) <= 8 and not any("Traceback" in line for line in shown)
-    assert shown[0].startswith("\u2717 Your code raised an error: sample_with_temperature(tensor([1., 0.]), "
-                               "temperature=0, generator=<Generator>) raised RuntimeError: probability tensor")
+    frame = next(i for i, line in enumerate(shown) if line.startswith("  In ["))
+    assert one_verdict(shown[:frame]).startswith(
+        "\u2717 Your code raised an error: sample_with_temperature(tensor([1., 0.]), temperature=0, "
+        "generator=<Generator>) raised RuntimeError: probability tensor")
     # the student's line that raised, named by its cell; nothing from lmpolicy or torch
-    assert shown[1].strip().startswith("In [") and "torch.multinomial(probs / probs.sum()" in shown[1]
+    assert "torch.multinomial(probs / probs.sum()" in " ".join(line.strip() for line in shown[frame:])
     assert not any("checks.py" in line or "site-packages" in line for line in shown)
 
 
@@ -344,15 +366,15 @@ def test_summary_under_the_grader_prints_only_a_note(monkeypatch, capsys):
         "(the summary of your checks appears when you run this cell yourself, not under nbgrader)"
 
 
-def test_a_check_run_before_its_answer_cell_says_which_cell_to_run_in_one_line(kernel):
-    """A kernel restarted (or a check cell run first): the check's NameError is one line, the answer cell to run,
-    without IPython's traceback through the check's code."""
+def test_a_check_run_before_its_answer_cell_says_which_cell_to_run_and_nothing_else(kernel):
+    """A kernel restarted (or a check cell run first): the check's NameError is one ✗ line (wrapped between words),
+    the answer cell to run, without IPython's traceback through the check's code."""
     _, error = kernel.run(CHECK_CELL)
     assert error["ename"] == "NameError" and error["evalue"] == "name 'sample_with_temperature' is not defined"
     shown = [ANSI.sub("", line) for line in error["traceback"]]
-    assert shown == ["\u2717 Not defined yet: sample_with_temperature is defined in Lab Task 2's answer cell, "
-                     "which has not run in this kernel: run it first. After a restart (or to be sure), "
-                     "Run \u25b8 Run All Above runs every cell above this one."]
+    assert one_verdict(shown) == ("\u2717 Not defined yet: sample_with_temperature is defined in Lab Task 2's answer "
+                                  "cell, which has not run in this kernel: run it first. After a restart (or to be "
+                                  "sure), Run \u25b8 Run All Above runs every cell above this one.")
     kernel.run(GREEDY_AT_ZERO, cell_id=SAMPLER_CELL)
     printed, error = kernel.run(CHECK_CELL)
     assert error is None and "\u2713 Lab Task 2 passed the visible checks" in printed
@@ -363,15 +385,16 @@ def test_a_misspelt_name_gets_the_name_it_was_probably_meant_to_be(kernel):
     kernel.run("temperature_grid = [0.5, 1.0]")
     _, error = kernel.run("x = 1\nprint(temprature_grid)")
     shown = [ANSI.sub("", line) for line in error["traceback"]]
-    assert shown[-1] == ("\u2717 Not defined yet: nothing in this notebook defines "
-                         "temprature_grid; did you mean temperature_grid?")
-    assert any("print(temprature_grid)" in line for line in shown[:-1]), shown
+    advice = next(i for i, line in enumerate(shown) if line.startswith("\u2717"))
+    assert one_verdict(shown[advice:]) == ("\u2717 Not defined yet: nothing in this notebook defines "
+                                           "temprature_grid; did you mean temperature_grid?")
+    assert any("print(temprature_grid)" in line for line in shown[:advice]), shown
 
 
-def test_a_check_cell_missing_a_name_says_so_in_one_line(kernel):
+def test_a_check_cell_missing_a_name_says_so_and_nothing_else(kernel):
     """A check cell calling a function the notebook never defines (the student renamed it): the advice alone;
     the traceback would show the check's code, not the student's."""
     _, error = kernel.run(CHECK_CELL.replace("sample_with_temperature", "sample_with_temperatur"))
-    assert [ANSI.sub("", line) for line in error["traceback"]] == [
+    assert one_verdict([ANSI.sub("", line) for line in error["traceback"]]) == (
         "\u2717 Not defined yet: nothing in this notebook defines sample_with_temperatur; "
-        "did you mean sample_with_temperature?"]
+        "did you mean sample_with_temperature?")

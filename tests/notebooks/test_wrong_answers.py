@@ -93,10 +93,10 @@ def demo_message_problems(wrong, answer_cell, answer_error, tests, errors) -> li
     if answer_error != DEMO_ERROR:
         return [f"{label}: under nbgrader the answer cell ended with {answer_error}, not {DEMO_ERROR}"]
     problems = []
-    if wrong.names.lower() not in shown_error(answer_cell).lower():
+    if not says(shown_error(answer_cell), wrong.names):
         problems.append(f"{label}: the answer cell's error does not say {wrong.names!r}:\n{shown_error(answer_cell)}")
     first_check = tests[0][1]
-    if errors[0] != DEMO_ERROR or wrong.names.lower() not in shown_error(first_check).lower():
+    if errors[0] != DEMO_ERROR or not says(shown_error(first_check), wrong.names):
         problems.append(f"{label}: its check failed with {errors[0]}, not the demo's message")
     return problems
 
@@ -152,6 +152,11 @@ def shown_error(cell) -> str:
     return ANSI_ESCAPE.sub("", "\n".join(errors[-1].get("traceback", [])))
 
 
+def says(shown: str, phrase: str) -> bool:
+    """Whether ``shown`` holds ``phrase``, whatever its case and wherever its lines were wrapped."""
+    return " ".join(phrase.lower().split()) in " ".join(shown.lower().split())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", PITFALL_NOTEBOOKS)
 def test_each_pitfall_fails_the_visible_check_in_a_few_lines(name, tmp_path):
@@ -186,7 +191,7 @@ def test_each_pitfall_fails_the_visible_check_in_a_few_lines(name, tmp_path):
                 problems.append(f"{label}: the visible check failed with {error}, not a friendly check")
             if len(lines) > MAX_MESSAGE_LINES:
                 problems.append(f"{label}: the message has {len(lines)} lines (at most {MAX_MESSAGE_LINES}):\n{shown}")
-            if wrong.names.lower() not in shown.lower():
+            if not says(shown, wrong.names):
                 problems.append(f"{label}: the message does not say {wrong.names!r}:\n{shown}")
             assert run_cell(runner, copy.deepcopy(pristine[answer_index]), answer_index) is None
     assert not problems, "\n\n".join(problems)

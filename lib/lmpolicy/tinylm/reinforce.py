@@ -59,6 +59,7 @@ from lmpolicy.tinylm.problems import training_problems
 from lmpolicy.tinylm.rewards import verifier_reward
 from lmpolicy.tinylm.runs import Budget, Run, RunResult, start_run, train_from_command_line, warm_up_learning_rate
 from lmpolicy.tinylm.tokenizer import PROMPT_LEN, RESPONSE_LEN, encode_prompts
+from lmpolicy.verdict_lines import wrapped
 
 
 @dataclass
@@ -156,7 +157,7 @@ class PieceError(ValueError):
     heading = "The training loop stopped"
 
     def _render_traceback_(self) -> list[str]:
-        return [f"\x1b[31m\x1b[1m\u2717 {self.heading}:\x1b[0m {self}"]
+        return wrapped([f"\x1b[31m\x1b[1m\u2717 {self.heading}:\x1b[0m {self}"])
 
 
 class PieceNotWritten(PieceError):

@@ -70,8 +70,10 @@ def shown_error(cell) -> list[str]:
 
 def assert_stops_at_once_naming(cell, piece: str) -> None:
     lines = shown_error(cell)
-    assert len(lines) == 1, lines  # one line, not a traceback through the training loop
-    assert f"write `{piece}` first" in lines[0] and f"def {piece}(" in lines[0], lines
+    # one verdict, wrapped between words, not a traceback through the training loop
+    assert lines[0].startswith("\u2717 Not written yet:") and all(line.startswith("  ") for line in lines[1:]), lines
+    said = " ".join(line.strip() for line in lines)
+    assert f"write `{piece}` first" in said and f"def {piece}(" in said, lines
     others = [o for o in cell.outputs if o.output_type != "error"]
     assert not [o for o in others if o.output_type == "display_data"], "a progress bar appeared: it trained"
     assert not [o for o in others if o.output_type == "stream" and o.name == "stderr"], "it started a run"

@@ -428,7 +428,9 @@ def test_a_test_of_a_function_the_submission_lacks_says_why_in_the_feedback(tmp_
     graded = nbformat.read(root / "autograded" / "student" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb", as_version=4)
     (error,) = [o for o in graded.cells[tiny_course.cell_index(graded, "ex1__tests")].outputs if o.output_type == "error"]
     assert error.ename == "NameError"
-    assert checks_text(error.traceback[-1]).startswith("\u2717 Not defined yet: " + says), error.traceback[-1]
+    verdict = [checks_text(line) for line in error.traceback]
+    verdict = verdict[next(i for i, line in enumerate(verdict) if line.startswith("\u2717")):]
+    assert " ".join(line.strip() for line in verdict).startswith("\u2717 Not defined yet: " + says), verdict
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
         grades = {g.name: g.score for g in gradebook.find_submission_notebook(tiny_course.NOTEBOOK, "ch11", "student").grades}
     assert grades["ex1__tests"] == 0 and grades["ex2__tests"] == tiny_course.POINTS["ex2"]
