@@ -15,8 +15,8 @@ So, before torch computes anything, the course pins all three choices:
   setting: with only the two others pinned, notebook 08's run still reached its target at update 100
   where the processor had AVX-512 and at 110 where it had not (GELU by oneDNN's AVX-512 code);
 * ``MKL_CBWR=COMPATIBLE``: MKL's conditional numerical reproducibility on its SSE2 path, the one branch that
-  gives the same results on Intel and AMD processors alike. It costs speed (REINFORCE about 1.4x slower
-  than AVX-512 on an AMD EPYC), the price of a notebook whose prose can quote its numbers.
+  gives the same results on Intel and AMD processors alike. It costs speed (REINFORCE 1.35-1.65x slower
+  than MKL's own choice on two kinds of AMD EPYC), the price of a notebook whose prose can quote its numbers.
 
 All are read when torch runs its first operation, not when it is imported, so importing ``lmpolicy``
 right after ``import torch`` is in time. Apple-silicon Macs have none of them (torch runs NEON kernels

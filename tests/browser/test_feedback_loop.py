@@ -149,6 +149,8 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         assert items_done(after_course) == items_done(before_course) + 1, (before_course, after_course)
         softmax_row = page.locator(".jp-OutputArea-output tr", has_text="a numerically stable softmax")
         expect(softmax_row).to_contain_text("passed")
+        softmax_row.scroll_into_view_if_needed()
+        page.screenshot(path=str(artifacts_dir / "feedback-start-page-passed-row.png"))
 
         # the answer run again with other code: the tick goes until the check passes on it
         open_in_lab(page, lab_server, f"{student_copy.relative_to(repo_root)}/{NOTEBOOK}.ipynb")
@@ -160,6 +162,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         changed_notebook, _ = read_start_page(page, lab_server, run_all, start_copy)
         assert items_done(changed_notebook) == items_done(before_notebook), (before_notebook, changed_notebook)
         expect(softmax_row).to_contain_text("changed since its check passed: run the check")
+        softmax_row.scroll_into_view_if_needed()  # the screenshot shows the row itself, not the page's end
         page.screenshot(path=str(artifacts_dir / "feedback-start-page-changed.png"))
 
         # a written answer counts once its saved cell holds the student's text (no tick to set by hand)
