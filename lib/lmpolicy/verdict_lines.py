@@ -14,7 +14,9 @@ import textwrap
 
 WIDTH = 86
 CONTINUATION = "  "  # the further indent of the rest of a line too long for one
-ANSI_CODE = re.compile(r"\x1b\[[0-9;]*m")
+# every CSI escape sequence, as nbconvert's strip_ansi (which the validator used) reads them, not colours alone; its
+# own copy, since importing nbconvert would cost every kernel that imports lmpolicy.checks about 0.3 s
+ANSI_CODE = re.compile(r"\x1b\[(.*?)([@-~])")
 
 
 def strip_ansi(text: str) -> str:

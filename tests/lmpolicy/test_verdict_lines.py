@@ -28,3 +28,10 @@ def test_a_word_longer_than_a_line_keeps_a_line_of_its_own_unbroken():
     path = "/".join(["folder"] * 20)
     lines = wrap(f"cannot read {path} here").split("\n")
     assert lines == ["cannot read", CONTINUATION + path, CONTINUATION + "here"]
+
+
+def test_every_escape_sequence_is_stripped_as_nbconvert_strips_it():
+    from nbconvert.filters import strip_ansi as nbconvert_strip_ansi
+
+    shown = "\x1b[2K\x1b[38;5;28m\u2717 Check failed:\x1b[0m the sum \x1b[1;31mis off\x1b[39m by 1\x1b[K"
+    assert strip_ansi(shown) == nbconvert_strip_ansi(shown) == "\u2717 Check failed: the sum is off by 1"
