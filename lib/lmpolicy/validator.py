@@ -31,6 +31,7 @@ from lmpolicy import catalogue
 from lmpolicy.verdict_lines import strip_ansi, wrap
 
 MARK = "\u2717"  # how every verdict line of lmpolicy.checks begins
+KERNEL_NEVER_STARTED = "Kernel died before replying to kernel_info"  # jupyter_client's words
 # the modules of nbgrader that build a Validator by name (its command line, its Validate button's handler)
 NBGRADER_USERS = ("nbgrader.apps.validateapp", "nbgrader.server_extensions.validate_assignment.handlers")
 
@@ -132,7 +133,16 @@ class VerdictValidator(Validator):
     def validate(self, filename: str):
         self._notebook, self._reported = None, {}
         mismatch = saved_variant_mismatch(nbformat.read(filename, as_version=nbformat.NO_CONVERT))
-        results = super().validate(filename)
+        try:
+            results = super().validate(filename)
+        except RuntimeError as error:
+            if KERNEL_NEVER_STARTED not in str(error):
+                raise
+            # jupyter_client chooses the kernel's ports before the kernel binds them, and another kernel starting at
+            # that moment can take one ("Address already in use"): the kernel dies before any cell ran, so run again
+            self.log.warning("the kernel died as it started (%s); validating again in a new one", error)
+            self._notebook, self._reported = None, {}
+            results = super().validate(filename)
         for kind in ("failed", "changed"):  # in the order nbgrader listed the cells
             for entry, cell in zip(results.get(kind, []), self._reported.get(kind, [])):
                 entry["source"] = cell_name(cell, self._notebook)

@@ -164,3 +164,28 @@ def test_validate_says_nothing_of_numbers_saved_for_this_very_id(monkeypatch, tm
     monkeypatch.setenv("LMPOLICY_STUDENT_ID", "alice")
     monkeypatch.delenv("LMPOLICY_VARIANTS", raising=False)
     assert validate(_parameters_notebook(tmp_path / "mine.ipynb", "alice"), monkeypatch, tmp_path) == {}
+
+
+def test_a_kernel_that_dies_as_it_starts_is_replaced_and_the_notebook_validated(monkeypatch, tmp_path):
+    """CI saw Validate's kernel die on "Address already in use" (a port taken by another kernel starting at that
+    moment): the dialog showed jupyter_client's traceback instead of the verdicts. Here the first kernel started dies
+    the same way, before it answers, and the second one runs."""
+    import json
+
+    spec = tmp_path / "data" / "kernels" / "python3"  # the notebook's kernel, found here first
+    spec.mkdir(parents=True)
+    first = tmp_path / "first-start-done"
+    starter = tmp_path / "start_kernel.py"
+    starter.write_text(f"import os, runpy, sys\nif not os.path.exists({str(first)!r}):\n"
+                       f"    open({str(first)!r}, 'w').close()\n    sys.exit('Address already in use')\n"
+                       "runpy.run_module('ipykernel_launcher', run_name='__main__')\n")
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, str(starter), "-f", "{connection_file}"], "display_name": "Python 3",
+        "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "data"))  # searched before every other kernel folder
+    wrong_softmax_notebook(tmp_path / "work")
+    results = validate(tmp_path / "work" / "01_policy_softmax.ipynb", monkeypatch, tmp_path)
+    assert first.exists(), "the first kernel never started"
+    softmax = results["failed"][0]
+    assert named("nb01_softmax", "the check cell").fullmatch(softmax["source"]), softmax
+    assert ANSI.sub("", softmax["raw_error"]).startswith("\u2717 Check failed: softmax("), softmax
