@@ -258,6 +258,28 @@ def wait_for_kernel_idle(page, timeout_ms: int) -> None:
     page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).wait_for(timeout=timeout_ms)
 
 
+def save_notebook(page, timeout_ms: int) -> None:
+    """Ctrl+S once the notebook's cells have run, and wait until its tab is clean (the file on disk is the page).
+
+    An output that arrives after the save marks the notebook dirty again: Run All goes on past the cell a
+    test waited for (CI saw the tab dirty 5 s after Ctrl+S), so wait for the queued cells first, then save
+    again if an output still came in after the save.
+    """
+    from playwright.sync_api import expect
+
+    expect(page.locator(".jp-Notebook .jp-InputPrompt", has_text="[*]")).to_have_count(0, timeout=timeout_ms)
+    wait_for_kernel_idle(page, timeout_ms)
+    dirty = page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")
+    for _ in range(3):
+        page.keyboard.press("Control+S")
+        try:
+            expect(dirty).to_have_count(0, timeout=10_000)
+            return
+        except AssertionError:
+            continue
+    pytest.fail("the notebook's tab stayed dirty after three Ctrl+S, 10 s apart")
+
+
 def run_all_cells(page, name: str, artifacts_dir, attempts: int = 4) -> None:
     """Run > Run All Cells, repeated until the code cells are really queued.
 

@@ -14,7 +14,7 @@ import shutil
 import nbformat
 import pytest
 
-from tests.browser.conftest import wait_for_kernel_idle
+from tests.browser.conftest import save_notebook, wait_for_kernel_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
@@ -126,8 +126,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         assert pitfall.names in " ".join(shown.split()), f"the message does not say {pitfall.names!r}:\n{shown}"
         assert "Traceback" not in shown and "checks.py" not in shown and "site-packages" not in shown, shown
         # nbgrader's Validate button runs the saved notebook and shows the same short message
-        page.keyboard.press("Control+S")
-        expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)  # saved
+        save_notebook(page, RUN_TIMEOUT_MS)  # saved
         page.get_by_role("button", name="Validate").click()
         dialog = page.locator(".jp-Dialog", has_text="Validation Results")
         expect(dialog).to_contain_text("Check failed: " + shown.split("Check failed: ", 1)[1].splitlines()[0],
@@ -140,8 +139,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         run_all(page, NOTEBOOK)  # now passes the softmax check, stops at 11.1(a)'s stub
         passed = output_of(page, check, "\u2713 Exercise 01.softmax passed the visible checks", artifacts_dir / "feedback-passed.png")
         assert "Check failed" not in passed
-        page.keyboard.press("Control+S")  # a pass counts for the answer as saved (a saved answer that differs would not)
-        expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)
+        save_notebook(page, RUN_TIMEOUT_MS)  # a pass counts for the answer as saved (a saved answer that differs would not)
 
         after_notebook, after_course = read_start_page(page, lab_server, run_all, start_copy)
         page.screenshot(path=str(artifacts_dir / "feedback-start-page-after.png"))
@@ -174,8 +172,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         page.keyboard.press("Control+A")
         page.keyboard.insert_text("By the chain rule the probability is a product, so its log is a sum of logs.")
         page.keyboard.press("Shift+Enter")
-        page.keyboard.press("Control+S")
-        expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)
+        save_notebook(page, RUN_TIMEOUT_MS)
         written_notebook, _ = read_start_page(page, lab_server, run_all, start_copy)
         assert items_done(written_notebook) == items_done(before_notebook) + 1, (before_notebook, written_notebook)
         expect(page.locator(".jp-OutputArea-output tr", has_text="a response's log-prob is a sum")).to_contain_text(

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.conftest import save_notebook
+
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 INSTRUCTOR_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
@@ -142,8 +144,7 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
         page.keyboard.press("Control+A")
         page.keyboard.insert_text(UNSHIFTED_SOFTMAX)
         page.keyboard.press("Escape")
-        page.keyboard.press("Control+S")
-        expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)
+        save_notebook(page, RUN_TIMEOUT_MS)
         page.get_by_role("button", name="Validate").click()
         dialog = page.locator(".jp-Dialog", has_text="Validation Results")
         expect(dialog.locator(".validation-failed")).to_be_visible(timeout=RUN_TIMEOUT_MS)

@@ -24,7 +24,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from tests.browser.conftest import _serve
+from tests.browser.conftest import _serve, save_notebook
 from tests.browser.test_feedback_loop import cell_index, open_in_lab, output_of, replace_cell_code
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
@@ -264,8 +264,7 @@ def test_a_student_with_an_id_sees_their_own_model_and_the_chapters_number_is_fl
             shows_no_number_near(page.locator(".jp-Notebook").inner_text(), hers, "the notebook")
 
             # saved with the chapter's number, Validate (the notebook toolbar's button) flags it the same way
-            page.keyboard.press("Control+S")
-            expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)
+            save_notebook(page, RUN_TIMEOUT_MS)
             assert f"temperature_095 = {CHAPTER_PRINTED_T}" in (notebook.read_text())
             page.get_by_role("button", name="Validate").click()
             dialog = page.locator(".jp-Dialog", has_text="Validation Results")
