@@ -35,6 +35,20 @@ def test_reinforce_command_line_sets_a_boolean_to_false_with_no_flag():
 
 
 @needs_checkpoint
+def test_reinforce_command_line_prints_each_held_out_measurement():
+    done = run_module("lmpolicy.tinylm.reinforce", "--max-updates", "2", "--eval-every-updates", "1",
+                      "--prompts-per-update", "8", "--heldout-measured", "20", "--no-stop-at-target")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split() == ["update", "answers", "greedy", "sampled", "KL"])
+    rows = [line.split() for line in lines[header + 1:header + 4]]
+    assert [row[:2] for row in rows] == [["0", "0"], ["1", "32"], ["2", "64"]]  # 8 prompts x 4 answers an update
+    for row in rows:
+        assert 0 <= float(row[2]) <= 1 and 0 <= float(row[3]) <= 1 and float(row[4]) >= 0
+    assert float(rows[0][4]) == 0.0  # before any update the policy is its reference
+
+
+@needs_checkpoint
 def test_sft_command_line_takes_its_recipe_fields_as_flags():
     done = run_module("lmpolicy.tinylm.sft", "--max-updates", "2", "--n-examples", "1000", "--batch-size", "16",
                       "--heldout-measured", "20", "--no-stop-at-target")
