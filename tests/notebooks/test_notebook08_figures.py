@@ -93,6 +93,13 @@ def test_the_main_run_reaches_the_targets_where_the_prose_says(prose, figures):
     assert f"needs many more updates and answers to reach {targets}" in prose
     assert f"gets there at update {h['updates_to_target']}, after {answers:,} sampled answers" in prose
     assert f"it reaches {targets} at update {h['updates_to_target']}, after {answers:,} sampled answers" in prose
+    # its last stretch on the reward-KL plane, as the prose reads it: the sampled accuracy up, the KL no further
+    last, before = h["updates"].index(h["updates_to_target"]), h["updates"].index(h["updates_to_target"] - 10)
+    assert (f"from update {h['updates'][before]:.0f} to {h['updates'][last]:.0f} the sampled accuracy rose from "
+            f"{h['sampled'][before]:.3f} to {h['sampled'][last]:.3f} while the KL stayed near 0.4 nats "
+            f"({h['kl'][before]:.3f}, then {h['kl'][last]:.3f})") in prose
+    assert h["sampled"][last] - h["sampled"][before] > 0.02 and abs(h["kl"][last] - h["kl"][before]) < 0.02
+    assert round(h["kl"][last], 1) == round(h["kl"][before], 1) == 0.4
     # the notebook's two training cells: the main run, then three comparison runs
     assert f"trains for {h['updates_to_target'] + 2 * RL_UPDATES + SFT_UPDATES} updates" in prose
 
