@@ -15,6 +15,7 @@ import nbformat
 import pytest
 
 from tests.browser.conftest import save_notebook, wait_for_kernel_idle
+from tests.verdicts import one_line
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
@@ -116,14 +117,14 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         page.keyboard.press("Shift+Enter")
         early = output_of(page, check, "Not defined yet", artifacts_dir / "feedback-not-run-yet.png")
         assert "softmax is defined in Exercise 01.softmax's answer cell, which has not run in this kernel: run it first." \
-            in " ".join(early.split()), early
+            in one_line(early), early
         pitfall = the_pitfall()
         replace_cell_code(page, answer, pitfall.source)
         run_all(page, NOTEBOOK)  # stops at the first failing cell: the softmax check
         shown = output_of(page, check, "Check failed", artifacts_dir / "feedback-pitfall.png")
         lines = [line for line in shown.strip().splitlines() if line.strip()]
         assert len(lines) <= MAX_MESSAGE_LINES, f"the message has {len(lines)} lines:\n{shown}"
-        assert pitfall.names in " ".join(shown.split()), f"the message does not say {pitfall.names!r}:\n{shown}"
+        assert pitfall.names in one_line(shown), f"the message does not say {pitfall.names!r}:\n{shown}"
         assert "Traceback" not in shown and "checks.py" not in shown and "site-packages" not in shown, shown
         # nbgrader's Validate button runs the saved notebook and shows the same short message
         save_notebook(page, RUN_TIMEOUT_MS)  # saved

@@ -26,6 +26,7 @@ import pytest
 
 from tests.browser.conftest import _serve, save_notebook
 from tests.browser.test_feedback_loop import cell_index, open_in_lab, output_of, replace_cell_code
+from tests.verdicts import one_line
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
@@ -69,10 +70,6 @@ def numbers_in(text: str) -> list[float]:
 def shows_no_number_near(text: str, value: float, what: str) -> None:
     near = [n for n in numbers_in(text) if abs(n - value) <= 5e-3 * abs(value)]
     assert not near, f"{what} shows {near}, the student's right answer {value:.6g} (or close to it):\n{text}"
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import torch
 
 from lmpolicy import checks, progress
 from lmpolicy.verdict_lines import CONTINUATION, WIDTH
+from tests.verdicts import one_line
 
 
 def first_line(excinfo) -> str:
@@ -192,7 +193,7 @@ def one_verdict(shown: list[str]) -> str:
     """The text of ``shown`` when it is a single ✗ line wrapped between words (its other lines are its continuation)."""
     assert shown[0].startswith("\u2717") and all(re.match(CONTINUATION + r"\S", line) for line in shown[1:]), shown
     assert all(len(line) <= WIDTH for line in shown), shown
-    return " ".join(line.strip() for line in shown)
+    return one_line(shown)
 
 
 def test_a_long_verdict_is_wrapped_between_words_to_fit_the_output_area():
@@ -201,8 +202,8 @@ def test_a_long_verdict_is_wrapped_between_words_to_fit_the_output_area():
     shown = rendered(checks.CheckFailed(words, hint="one two " * 20))
     assert len(shown) > 2 and all(len(line) <= WIDTH for line in shown), shown
     hint = next(i for i, line in enumerate(shown) if line.startswith("Hint:"))
-    assert " ".join(line.strip() for line in shown[:hint]) == "\u2717 Check failed: " + words
-    assert " ".join(line.strip() for line in shown[hint:]) == "Hint: " + ("one two " * 20).strip()
+    assert one_line(shown[:hint]) == "\u2717 Check failed: " + words
+    assert one_line(shown[hint:]) == "Hint: " + ("one two " * 20).strip()
     coloured = checks.CheckFailed(words)._render_traceback_()
     assert coloured[0].startswith(checks.RED + checks.BOLD + "\u2717 Check failed:" + checks.RESET + " word0")
 
@@ -303,7 +304,7 @@ def test_an_error_in_the_students_function_shows_the_call_and_the_students_lines
         "\u2717 Your code raised an error: sample_with_temperature(tensor([1., 0.]), temperature=0, "
         "generator=<Generator>) raised RuntimeError: probability tensor")
     # the student's line that raised, named by its cell; nothing from lmpolicy or torch
-    assert "torch.multinomial(probs / probs.sum()" in " ".join(line.strip() for line in shown[frame:])
+    assert "torch.multinomial(probs / probs.sum()" in one_line(shown[frame:])
     assert not any("checks.py" in line or "site-packages" in line for line in shown)
 
 

@@ -1,6 +1,7 @@
 """Verdict lines wrapped between words, colours kept, at a width nbgrader validate does not wrap again."""
 from lmpolicy.checks import BOLD, RED, RESET
 from lmpolicy.verdict_lines import CONTINUATION, WIDTH, strip_ansi, wrap
+from tests.verdicts import one_line
 
 HEADING = f"{RED}{BOLD}\u2717 Not defined yet:{RESET}"
 ADVICE = ("softmax is defined in Exercise 01.softmax's answer cell, which has not run in this kernel: run it first. "
@@ -14,7 +15,7 @@ def test_a_coloured_verdict_is_cut_between_words_and_keeps_its_coloured_start():
     # the colour codes take no room: each line holds WIDTH visible characters at most, the first one too
     assert all(len(line) <= WIDTH for line in plain) and len(plain[0]) > WIDTH - 15, plain
     assert all(line.startswith(CONTINUATION) and not line.startswith(CONTINUATION + " ") for line in plain[1:])
-    assert " ".join(line.strip() for line in plain) == "\u2717 Not defined yet: " + ADVICE
+    assert one_line(plain) == "\u2717 Not defined yet: " + ADVICE
 
 
 def test_what_is_wrapped_already_is_not_wrapped_again_by_validate_on_the_command_line():

@@ -14,6 +14,7 @@ from lmpolicy.validator import VerdictValidator
 
 from .notebook_tools import (NOTEBOOK_NAMES, RELEASE_DIR, ROOT, SOURCE_DIR, grade_id, is_autograded_test,
                              is_manual_answer, read)
+from tests.verdicts import one_line
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 MAX_VERDICT_LINES = 8  # a failed check renders as at most 8 lines (lmpolicy.checks.MAX_SHOWN_LINES)
@@ -102,7 +103,7 @@ def test_validate_command_shows_the_failing_checks_by_exercise_and_no_test_sourc
     expected = [named("nb01_softmax", "the check cell"), named("ex11_1a", "the check cell"),
                 named("ex11_1b", "the written answer")]
     assert len(headings) == 3 and all(e.fullmatch(h.removesuffix(":")) for e, h in zip(expected, headings)), out
-    softmax = " ".join(line.strip() for line in sections[0].splitlines()[1:])
+    softmax = one_line(sections[0].splitlines()[1:])
     assert softmax.startswith("\u2717 Check failed: softmax(torch.tensor([1000., 999., 998.])) contains NaN"), out
     assert pitfall.names in softmax, out
     assert "\u2717 Check failed: your function sequence_logprob is not written yet" in sections[1], out

@@ -15,6 +15,7 @@ from .notebook_tools import (CHECK_ERRORS, visible_only, HIDDEN_TESTS, NOTEBOOK_
                              is_autograded_test, is_code_answer, kernel_env, read, run_cell)
 from lmpolicy.demos.base import DemoNotAvailableWhileGrading
 from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS, Kind
+from tests.verdicts import one_line
 
 CORPUS_NOTEBOOKS = sorted({wrong.notebook for wrong in WRONG_ANSWERS} & set(NOTEBOOK_NAMES))
 FROM_DEMO = [w for w in WRONG_ANSWERS if w.kind == Kind.FROM_DEMO]
@@ -154,7 +155,7 @@ def shown_error(cell) -> str:
 
 def says(shown: str, phrase: str) -> bool:
     """Whether ``shown`` holds ``phrase``, whatever its case and wherever its lines were wrapped."""
-    return " ".join(phrase.lower().split()) in " ".join(shown.lower().split())
+    return one_line(phrase.lower()) in one_line(shown.lower())
 
 
 @pytest.mark.slow

@@ -18,6 +18,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from lmpolicy.tinylm.model import CHECKPOINT_PATH
+from tests.verdicts import one_line
 
 ROOT = Path(__file__).resolve().parents[3]
 NOTEBOOK = ROOT / "source" / "ch11" / "08_tinylm_reinforce.ipynb"
@@ -72,7 +73,7 @@ def assert_stops_at_once_naming(cell, piece: str) -> None:
     lines = shown_error(cell)
     # one verdict, wrapped between words, not a traceback through the training loop
     assert lines[0].startswith("\u2717 Not written yet:") and all(line.startswith("  ") for line in lines[1:]), lines
-    said = " ".join(line.strip() for line in lines)
+    said = one_line(lines)
     assert f"write `{piece}` first" in said and f"def {piece}(" in said, lines
     others = [o for o in cell.outputs if o.output_type != "error"]
     assert not [o for o in others if o.output_type == "display_data"], "a progress bar appeared: it trained"

@@ -29,6 +29,7 @@ from lmpolicy_grader.trusted_tests.channel import Channel
 from lmpolicy_grader.trusted_tests.errors import InputChanged
 from lmpolicy_grader.kernels.grading_kernel import KERNEL_NAME, install_grading_kernel
 from lmpolicy_grader.class_grading.status import Status
+from tests.verdicts import one_line
 
 # --- the safe form -------------------------------------------------------------------------------------
 
@@ -430,7 +431,7 @@ def test_a_test_of_a_function_the_submission_lacks_says_why_in_the_feedback(tmp_
     assert error.ename == "NameError"
     verdict = [checks_text(line) for line in error.traceback]
     verdict = verdict[next(i for i, line in enumerate(verdict) if line.startswith("\u2717")):]
-    assert " ".join(line.strip() for line in verdict).startswith("\u2717 Not defined yet: " + says), verdict
+    assert one_line(verdict).startswith("\u2717 Not defined yet: " + says), verdict
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
         grades = {g.name: g.score for g in gradebook.find_submission_notebook(tiny_course.NOTEBOOK, "ch11", "student").grades}
     assert grades["ex1__tests"] == 0 and grades["ex2__tests"] == tiny_course.POINTS["ex2"]
