@@ -46,6 +46,14 @@ WRONG_ANSWERS = [
     WrongAnswer(
         *BASELINE,
         '''def leave_one_out_baseline(rewards):
+    return torch.zeros_like(rewards)
+''',
+        "no baseline at all (zeros): plain REINFORCE, with no variance taken out",
+        kind=Kind.PITFALL, names="is all zeros, which is no baseline at all",
+    ),
+    WrongAnswer(
+        *BASELINE,
+        '''def leave_one_out_baseline(rewards):
     P = rewards.shape[0]
     return (rewards.sum(dim=0, keepdim=True) - rewards) / (P - 1)
 ''',
