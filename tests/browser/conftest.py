@@ -258,6 +258,20 @@ def wait_for_kernel_idle(page, timeout_ms: int) -> None:
     page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).wait_for(timeout=timeout_ms)
 
 
+def shown_text(locator) -> str:
+    """The text a locator's element shows, the cells out of view included.
+
+    JupyterLab's default windowing mode skips the rendering of the cells out of view (CSS content-visibility),
+    and the rendered text (innerText) of a skipped cell is empty: render every cell for the read.
+    """
+    return locator.evaluate("""element => {
+        const everything = document.createElement("style");
+        everything.textContent = ".jp-Notebook * { content-visibility: visible !important; }";
+        document.head.append(everything);
+        try { return element.innerText; } finally { everything.remove(); }
+    }""")
+
+
 def save_notebook(page, timeout_ms: int) -> None:
     """Ctrl+S once the notebook's cells have run, and wait until its tab is clean (the file on disk is the page).
 

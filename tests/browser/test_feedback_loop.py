@@ -24,6 +24,7 @@ MAX_MESSAGE_LINES = 8
 NOTEBOOK = "01_policy_softmax"
 ANSWER, CHECK = "nb01_softmax__answer", "nb01_softmax__tests"
 WRITTEN = "ex11_1b__manual"
+START_COPY = "test-artifacts/browser-notebooks/00_start_here.ipynb"
 # A correct softmax, written for this test: shift by the largest logit along `dim`, then normalise.
 CORRECT_SOFTMAX = '''def softmax(logits, dim=-1):
     shifted = logits - logits.amax(dim=dim, keepdim=True)
@@ -74,15 +75,30 @@ def output_of(page, index: int, contains: str, screenshot):
 
 
 def start_page_row(page, label: str) -> str:
-    """The text of the start page table's row whose first cell is ``label``."""
+    """The text of the start page table's row whose first cell is ``label``.
+
+    Read as text content, not as rendered text: JupyterLab skips the rendering of cells out of view
+    (its default windowing mode, content-visibility), and CI read such a row's rendered text as empty.
+    """
     row = page.locator(".jp-OutputArea-output tr", has=page.locator("td", has_text=re.compile(f"^{re.escape(label)}$")))
-    row.first.wait_for(timeout=RUN_TIMEOUT_MS)
-    return " ".join(row.first.locator("td").all_inner_texts())
+    row.first.wait_for(state="attached", timeout=RUN_TIMEOUT_MS)
+    return " ".join(td.text_content() for td in row.first.locator("td").all())
 
 
-def read_start_page(page, lab_server, run_all, copy_path: str) -> tuple[str, str]:
-    open_in_lab(page, lab_server, copy_path)
+def read_start_page(page, lab_server, run_all, repo_root) -> tuple[str, str]:
+    """Run a fresh copy of the start page to its end and read its table.
+
+    A copy, so that running it never writes outputs into the committed page; fresh each time, so that
+    no row of an earlier read is on the page before this run's table.
+    """
+    from playwright.sync_api import expect
+
+    (repo_root / START_COPY).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(repo_root / "notebooks" / "00_start_here.ipynb", repo_root / START_COPY)
+    open_in_lab(page, lab_server, START_COPY)
     run_all(page, "00_start_here")
+    expect(page.locator(".jp-Notebook .jp-InputPrompt", has_text="[*]")).to_have_count(0, timeout=RUN_TIMEOUT_MS)
+    wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
     return start_page_row(page, f"notebook {NOTEBOOK}"), start_page_row(page, "course total")
 
 
@@ -94,17 +110,12 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         lab_server, chromium, student_copy, artifacts_dir, repo_root, run_all):
     from playwright.sync_api import expect
 
-    # the start page, opened from a copy so that running it never writes outputs into the committed one
-    copies = artifacts_dir / "browser-notebooks"
-    copies.mkdir(exist_ok=True)
-    shutil.copy(repo_root / "notebooks" / "00_start_here.ipynb", copies / "00_start_here.ipynb")
-    start_copy = "test-artifacts/browser-notebooks/00_start_here.ipynb"
     notebook_path = student_copy / f"{NOTEBOOK}.ipynb"
     answer, check = cell_index(notebook_path, ANSWER), cell_index(notebook_path, CHECK)
     page = chromium.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(60_000)
     try:
-        before_notebook, before_course = read_start_page(page, lab_server, run_all, start_copy)
+        before_notebook, before_course = read_start_page(page, lab_server, run_all, repo_root)
         page.screenshot(path=str(artifacts_dir / "feedback-start-page-before.png"))
         # a student's lab has no instructor menu and no course list that cannot load
         assert "Nbgrader" not in page.locator(".lm-MenuBar").inner_text()
@@ -142,7 +153,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         assert "Check failed" not in passed
         save_notebook(page, RUN_TIMEOUT_MS)  # a pass counts for the answer as saved (a saved answer that differs would not)
 
-        after_notebook, after_course = read_start_page(page, lab_server, run_all, start_copy)
+        after_notebook, after_course = read_start_page(page, lab_server, run_all, repo_root)
         page.screenshot(path=str(artifacts_dir / "feedback-start-page-after.png"))
         assert items_done(after_notebook) == items_done(before_notebook) + 1, (before_notebook, after_notebook)
         assert items_done(after_course) == items_done(before_course) + 1, (before_course, after_course)
@@ -158,7 +169,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         expect(page.locator(".jp-Notebook .jp-Cell").nth(answer).locator(".jp-InputPrompt")).to_have_text(
             re.compile(r"\[\d+\]"), timeout=RUN_TIMEOUT_MS)
         wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
-        changed_notebook, _ = read_start_page(page, lab_server, run_all, start_copy)
+        changed_notebook, _ = read_start_page(page, lab_server, run_all, repo_root)
         assert items_done(changed_notebook) == items_done(before_notebook), (before_notebook, changed_notebook)
         expect(softmax_row).to_contain_text("changed since its check passed: run the check")
         softmax_row.scroll_into_view_if_needed()  # the screenshot shows the row itself, not the page's end
@@ -174,7 +185,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         page.keyboard.insert_text("By the chain rule the probability is a product, so its log is a sum of logs.")
         page.keyboard.press("Shift+Enter")
         save_notebook(page, RUN_TIMEOUT_MS)
-        written_notebook, _ = read_start_page(page, lab_server, run_all, start_copy)
+        written_notebook, _ = read_start_page(page, lab_server, run_all, repo_root)
         assert items_done(written_notebook) == items_done(before_notebook) + 1, (before_notebook, written_notebook)
         expect(page.locator(".jp-OutputArea-output tr", has_text="a response's log-prob is a sum")).to_contain_text(
             "answered")
