@@ -20,7 +20,6 @@ tests instead of skipping them.
 import atexit
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.notebook_page import run_all_cells
 from tests.browser.server_processes import end as end_group
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -247,73 +247,6 @@ def artifacts_dir() -> Path:
 def student_copy(lab_server) -> Path:
     """The student's copy of ch11 that the lab server's `make lab` made."""
     return ROOT / STUDENT_COPY
-
-
-def wait_for_kernel_idle(page, timeout_ms: int) -> None:
-    """Wait until the status bar says the notebook's kernel is connected and idle ("Python 3 (ipykernel) | Idle").
-
-    The toolbar's execution indicator is no such sign: it reads "idle" from the moment the notebook opens,
-    before any kernel exists, and a cell run then is dropped without a word (CI saw an empty output).
-    """
-    page.locator(".jp-StatusBar-TextItem", has_text=re.compile(r"\| Idle$")).wait_for(timeout=timeout_ms)
-
-
-def shown_text(locator) -> str:
-    """The text a locator's element shows, the cells out of view included.
-
-    JupyterLab's default windowing mode skips the rendering of the cells out of view (CSS content-visibility),
-    and the rendered text (innerText) of a skipped cell is empty: render every cell for the read.
-    """
-    return locator.evaluate("""element => {
-        const everything = document.createElement("style");
-        everything.textContent = ".jp-Notebook * { content-visibility: visible !important; }";
-        document.head.append(everything);
-        try { return element.innerText; } finally { everything.remove(); }
-    }""")
-
-
-def save_notebook(page, timeout_ms: int) -> None:
-    """Ctrl+S once the notebook's cells have run, and wait until its tab is clean (the file on disk is the page).
-
-    An output that arrives after the save marks the notebook dirty again: Run All goes on past the cell a
-    test waited for (CI saw the tab dirty 5 s after Ctrl+S), so wait for the queued cells first, then save
-    again if an output still came in after the save.
-    """
-    from playwright.sync_api import expect
-
-    expect(page.locator(".jp-Notebook .jp-InputPrompt", has_text="[*]")).to_have_count(0, timeout=timeout_ms)
-    wait_for_kernel_idle(page, timeout_ms)
-    dirty = page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")
-    for _ in range(3):
-        page.keyboard.press("Control+S")
-        try:
-            expect(dirty).to_have_count(0, timeout=10_000)
-            return
-        except AssertionError:
-            continue
-    pytest.fail("the notebook's tab stayed dirty after three Ctrl+S, 10 s apart")
-
-
-def run_all_cells(page, name: str, artifacts_dir, attempts: int = 4) -> None:
-    """Run > Run All Cells, repeated until the code cells are really queued.
-
-    While the kernel is still connecting, JupyterLab can drop the request without a message (the
-    cells keep their empty prompt), so check that the first code cell's prompt became [*] or [n].
-    """
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout, expect
-
-    prompt = page.locator(".jp-CodeCell .jp-InputPrompt").first
-    for attempt in range(attempts):
-        try:
-            page.keyboard.press("Escape")  # close whatever menu, pop-up or dialog may be in the way
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click(timeout=15_000)
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click(timeout=15_000)
-            expect(prompt).to_have_text(re.compile(r"\[(\*|\d+)\]"), timeout=10_000)
-            return
-        except (AssertionError, PlaywrightTimeout):
-            page.screenshot(path=str(artifacts_dir / f"{name}-run-all-attempt-{attempt + 1}.png"))
-    pytest.fail(f"Run All Cells did not start the code cells of {name} after {attempts} tries "
-                f"(screenshots in test-artifacts/)")
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.browser.conftest import run_all_cells, wait_for_kernel_idle
+from tests.browser.notebook_page import run_all_cells, wait_for_kernel_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 

@@ -11,15 +11,14 @@ Screenshots of each step are saved under test-artifacts/feedback-*.png.
 import re
 import shutil
 
-import nbformat
 import pytest
 
-from tests.browser.conftest import save_notebook, wait_for_kernel_idle
+from tests.browser.notebook_page import (RUN_TIMEOUT_MS, cell_index, open_in_lab, output_of, replace_cell_code, run_cell,
+                                         save_notebook, wait_until_run)
 from tests.verdicts import one_line
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
-RUN_TIMEOUT_MS = 120_000  # kernel start, torch import and the notebook's cells on a busy 2-core machine
 MAX_MESSAGE_LINES = 8
 NOTEBOOK = "01_policy_softmax"
 ANSWER, CHECK = "nb01_softmax__answer", "nb01_softmax__tests"
@@ -41,39 +40,6 @@ def the_pitfall():
     return wrong
 
 
-def cell_index(notebook_path, grade_id: str) -> int:
-    cells = nbformat.read(notebook_path, as_version=4).cells
-    return next(i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
-
-
-def open_in_lab(page, lab_server, path: str):
-    # ?reset: a clean workspace, so only this notebook is open
-    page.goto(lab_server.url(f"/lab/tree/{path}") + "&reset")
-    page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
-    wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
-
-
-def replace_cell_code(page, index: int, code: str) -> None:
-    """Select all of a code cell's text and put ``code`` in its place (no auto-indent, no auto-brackets)."""
-    editor = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".cm-content")
-    editor.scroll_into_view_if_needed()
-    editor.click()
-    page.keyboard.press("Control+A")
-    page.keyboard.insert_text(code)
-    page.keyboard.press("Escape")  # back to command mode, so Run All takes the new text
-
-
-def output_of(page, index: int, contains: str, screenshot):
-    """The text of cell ``index``'s output once it holds ``contains``; a screenshot of the output saved."""
-    from playwright.sync_api import expect
-
-    output = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea")
-    expect(output).to_contain_text(contains, timeout=RUN_TIMEOUT_MS)
-    output.scroll_into_view_if_needed()
-    output.screenshot(path=str(screenshot))
-    return output.text_content()
-
-
 def start_page_row(page, label: str) -> str:
     """The text of the start page table's row whose first cell is ``label``.
 
@@ -91,14 +57,11 @@ def read_start_page(page, lab_server, run_all, repo_root) -> tuple[str, str]:
     A copy, so that running it never writes outputs into the committed page; fresh each time, so that
     no row of an earlier read is on the page before this run's table.
     """
-    from playwright.sync_api import expect
-
     (repo_root / START_COPY).parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(repo_root / "notebooks" / "00_start_here.ipynb", repo_root / START_COPY)
     open_in_lab(page, lab_server, START_COPY)
     run_all(page, "00_start_here")
-    expect(page.locator(".jp-Notebook .jp-InputPrompt", has_text="[*]")).to_have_count(0, timeout=RUN_TIMEOUT_MS)
-    wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
+    wait_until_run(page, RUN_TIMEOUT_MS)
     return start_page_row(page, f"notebook {NOTEBOOK}"), start_page_row(page, "course total")
 
 
@@ -165,10 +128,7 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         # the answer run again with other code: the tick goes until the check passes on it
         open_in_lab(page, lab_server, f"{student_copy.relative_to(repo_root)}/{NOTEBOOK}.ipynb")
         replace_cell_code(page, answer, pitfall.source)
-        page.keyboard.press("Shift+Enter")  # run just the answer cell
-        expect(page.locator(".jp-Notebook .jp-Cell").nth(answer).locator(".jp-InputPrompt")).to_have_text(
-            re.compile(r"\[\d+\]"), timeout=RUN_TIMEOUT_MS)
-        wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
+        run_cell(page, answer)  # just the answer cell, until its prompt shows a new count (the reopened page showed the saved one)
         changed_notebook, _ = read_start_page(page, lab_server, run_all, repo_root)
         assert items_done(changed_notebook) == items_done(before_notebook), (before_notebook, changed_notebook)
         expect(softmax_row).to_contain_text("changed since its check passed: run the check")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import save_notebook
+from tests.browser.notebook_page import save_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 

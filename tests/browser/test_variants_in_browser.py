@@ -24,8 +24,9 @@ import nbformat
 import numpy as np
 import pytest
 
-from tests.browser.conftest import _serve, save_notebook, shown_text
-from tests.browser.test_feedback_loop import cell_index, open_in_lab, output_of, replace_cell_code
+from tests.browser.conftest import _serve
+from tests.browser.notebook_page import (cell, cell_index, open_in_lab, output_of, replace_cell_code, run_cell,
+                                         save_notebook, shown_text)
 from tests.verdicts import one_line
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
@@ -118,63 +119,6 @@ def student_lab(scratch: Path, **make_vars: str):
         yield server
     finally:
         next(serving, None)  # stops the server and checks its port is closed
-
-
-def cell(page, index: int):
-    return page.locator(".jp-Notebook .jp-Cell").nth(index)
-
-
-def active_cell(page) -> int:
-    """The index of the notebook's active cell."""
-    return page.locator(".jp-Notebook .jp-Cell").evaluate_all(
-        "(cells) => cells.findIndex(c => c.classList.contains('jp-mod-active'))")
-
-
-def select(page, index: int, step_down: bool) -> None:
-    """Make cell ``index`` the active one: a click on its prompt, or with ``step_down`` from the keyboard, Shift+Enter
-    over the markdown cells between, as a student steps from an answer to its check (a click on a collapsed check
-    cell would expand it; j, JupyterLab's next-cell key, went from the hint past the check here)."""
-    if step_down:
-        for _ in range(3):
-            page.wait_for_function("() => document.querySelector('.jp-Notebook .jp-Cell.jp-mod-active') !== null")
-            if (now := active_cell(page)) >= index:
-                break
-            assert "jp-MarkdownCell" in cell(page, now).get_attribute("class"), f"cell {now} between is not markdown"
-            before = cell(page, now).element_handle()
-            page.keyboard.press("Shift+Enter")  # a markdown cell between (the hint): rendered, and on to the next
-            page.wait_for_function("(before) => document.querySelector('.jp-Notebook .jp-Cell.jp-mod-active') !== before",
-                                   arg=before, timeout=5_000)
-    else:
-        prompt = cell(page, index).locator(".jp-InputPrompt").first
-        prompt.scroll_into_view_if_needed()
-        prompt.click()
-    assert active_cell(page) == index, f"cell {index} could not be selected: cell {active_cell(page)} is"
-
-
-def run_cell(page, index: int, step_down: bool = False, attempts: int = 4) -> None:
-    """Select cell ``index`` and run it with Shift+Enter; wait until it has run (``step_down``: the caller waits).
-
-    Shift+Enter is repeated until the cell is really queued: while the kernel is still connecting JupyterLab can
-    drop the request without a word (the prompt stays as it was), as tests/browser/conftest.py's run_all_cells says."""
-    from playwright.sync_api import expect
-
-    if step_down:  # a collapsed cell shows no prompt to watch: the caller waits for its output
-        select(page, index, step_down)
-        page.keyboard.press("Shift+Enter")
-        return
-    prompt = cell(page, index).locator(".jp-InputPrompt").first
-    before = prompt.inner_text().strip()
-    for attempt in range(attempts):
-        select(page, index, step_down=False)
-        page.keyboard.press("Shift+Enter")
-        try:
-            expect(prompt).not_to_have_text(before, timeout=10_000)
-            break
-        except AssertionError:
-            continue
-    else:
-        pytest.fail(f"Shift+Enter did not run cell {index} after {attempts} tries")
-    expect(prompt).to_have_text(re.compile(r"\[\d+\]"), timeout=RUN_TIMEOUT_MS)
 
 
 def run_answer_and_check(page, answer: int, check: int, value: str, contains: str, screenshot: Path) -> str:
