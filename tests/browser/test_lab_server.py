@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.notebook_page import save_notebook
+from tests.browser.notebook_page import replace_cell_code, save_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
@@ -138,12 +138,7 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
         check.screenshot(path=str(SHOTS / "2b-the-check-cell.png"))
 
         # the student types a softmax without the max shift, saves, presses Validate
-        editor = cells.nth(index["nb01_softmax__answer"]).locator(".cm-content")
-        editor.scroll_into_view_if_needed()
-        editor.click()
-        page.keyboard.press("Control+A")
-        page.keyboard.insert_text(UNSHIFTED_SOFTMAX)
-        page.keyboard.press("Escape")
+        replace_cell_code(page, index["nb01_softmax__answer"], UNSHIFTED_SOFTMAX)
         save_notebook(page, RUN_TIMEOUT_MS)
         page.get_by_role("button", name="Validate").click()
         dialog = page.locator(".jp-Dialog", has_text="Validation Results")
