@@ -77,7 +77,6 @@ def test_make_work_copy_copies_once_and_never_overwrites_the_students_notebooks(
 
 VALIDATE_COPY = "test-artifacts/validate-work"  # a copy of its own, so no other test's notebook changes under it
 RUN_TIMEOUT_MS = 180_000  # Validate runs the whole notebook in a fresh kernel (torch's import) on a busy machine
-SHOTS = Path("/tmp/validate-shots")
 # a softmax without the max shift, typed as a student would write it (exp(1000) overflows to inf, inf/inf is NaN)
 UNSHIFTED_SOFTMAX = '''def softmax(logits, dim=-1):
     exps = torch.exp(logits)
@@ -106,10 +105,11 @@ def test_student_lab_disables_jupyters_news(lab_server):
 
 @pytest.mark.browser
 def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its_verdict(lab_server, chromium,
-                                                                                        repo_root):
+                                                                                        repo_root, artifacts_dir):
     from playwright.sync_api import expect
 
-    SHOTS.mkdir(exist_ok=True)
+    shots = artifacts_dir / "validate"  # the screenshots, beside the other browser tests' (never a fixed /tmp path)
+    shots.mkdir(exist_ok=True)
     path = student_notebook_01(repo_root)
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(60_000)
@@ -118,7 +118,7 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
         page.goto(lab_server.url("/lab/tree/notebooks/00_start_here.ipynb"))
         page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
         page.wait_for_timeout(5_000)  # JupyterLab asks for the news once the workspace is restored
-        page.screenshot(path=str(SHOTS / "1-start-page.png"))
+        page.screenshot(path=str(shots / "1-start-page.png"))
         assert page.locator(".Toastify__toast").count() == 0, page.locator(".Toastify__toast").all_inner_texts()
 
         # notebook 01: the check cells collapsed, their code one click away
@@ -134,8 +134,8 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
         expect(check.locator(".cm-content")).to_be_hidden()
         page.wait_for_timeout(1_000)  # the notebook lays its cells out as they come into view
         check.scroll_into_view_if_needed()
-        page.screenshot(path=str(SHOTS / "2-check-cell-collapsed.png"))
-        check.screenshot(path=str(SHOTS / "2b-the-check-cell.png"))
+        page.screenshot(path=str(shots / "2-check-cell-collapsed.png"))
+        check.screenshot(path=str(shots / "2b-the-check-cell.png"))
 
         # the student types a softmax without the max shift, saves, presses Validate
         replace_cell_code(page, index["nb01_softmax__answer"], UNSHIFTED_SOFTMAX)
@@ -143,11 +143,11 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
         page.get_by_role("button", name="Validate").click()
         dialog = page.locator(".jp-Dialog", has_text="Validation Results")
         expect(dialog.locator(".validation-failed")).to_be_visible(timeout=RUN_TIMEOUT_MS)
-        page.screenshot(path=str(SHOTS / "3-validate-dialog.png"))
-        dialog.locator(".jp-Dialog-content").screenshot(path=str(SHOTS / "4-validate-dialog-content.png"))
+        page.screenshot(path=str(shots / "3-validate-dialog.png"))
+        dialog.locator(".jp-Dialog-content").screenshot(path=str(shots / "4-validate-dialog-content.png"))
         shown = dialog.locator(".validation-failed").inner_text()
     except Exception:
-        page.screenshot(path=str(SHOTS / "failed.png"))
+        page.screenshot(path=str(shots / "failed.png"))
         raise
     finally:
         page.close()
