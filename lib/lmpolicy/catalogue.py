@@ -19,13 +19,14 @@ An exercise's facts live in the cells of its notebook and nowhere else:
   ============================  ==================  =========================================
 
 Everything else is derived: ``Chapter`` reads the notebooks of one folder, and the header table of
-each notebook (its first cell, between ``HEADER_BEGIN`` and ``HEADER_END``) is written from it by
+each notebook (its first cell, between ``HEADER_BEGIN`` and ``HEADER_END``) and the first line of each
+check cell (``check_heading``: what its collapsed preview shows) are written from it by
 
     python -m lmpolicy.catalogue write-headers [NN_name ...]
 
 ``python -m lmpolicy.catalogue check [NN_name ...]`` lists what is wrong with a notebook's exercises
 (a key of no known form, a graded cell without points, an exercise without a title, a header table
-that is out of date), one line each, and exits 1 if anything is; ``list`` prints every exercise with
+or a check cell's first line that is out of date), one line each, and exits 1 if anything is; ``list`` prints every exercise with
 its points and the course's total; ``pytest-k NN_name`` the notebook and its keys as a ``pytest -k``
 expression (the tests of one notebook are named by either).
 
@@ -215,8 +216,38 @@ def with_header(first_cell_source: str, block: str) -> str:
     return f"{title}\n\n{block}\n\n{rest.lstrip()}".rstrip() + "\n"
 
 
+# --- the first line of a check cell -----------------------------------------------------------------
+
+CHECK_HEADING_START = "# Checks of "
+
+
+def check_heading(key: str) -> str:
+    """The first line of exercise ``key``'s check cell, all that the cell shows while it is collapsed.
+
+    It says how to run the cell without opening it: JupyterLab opens a collapsed cell on a click (on its
+    prompt too), while Shift+Enter from the answer steps down to it and runs it closed, so that its verdict
+    comes right under this line instead of under 40-65 lines of test code.
+    """
+    return f"{CHECK_HEADING_START}{label(key)}: run with Shift+Enter from your answer (a click opens the code)"
+
+
+def with_check_heading(source: str, key: str) -> str:
+    """A check cell's code with ``check_heading(key)`` as its first line (replacing an older heading)."""
+    first, newline, rest = source.partition("\n")
+    if first.startswith(CHECK_HEADING_START):
+        return check_heading(key) + newline + rest
+    return f"{check_heading(key)}\n{source}"
+
+
+def is_check_cell(cell: dict) -> bool:
+    """An autograded test cell: code, graded, not an answer."""
+    meta = _nbgrader(cell)
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
 def write_headers(folder: Path, names: list[str] | None = None) -> list[Path]:
-    """Rewrite the header table of notebooks ``names`` (default: all) of ``folder``; the paths changed."""
+    """Rewrite the header table and the check cells' first lines of notebooks ``names`` (default: all) of
+    ``folder``; the paths changed."""
     import nbformat  # only the instructor's command writes notebooks
 
     chapter = Chapter.read(folder)
@@ -224,10 +255,14 @@ def write_headers(folder: Path, names: list[str] | None = None) -> list[Path]:
     for name in names or chapter.notebooks:
         path = Path(folder) / f"{name}.ipynb"
         notebook = nbformat.read(path, as_version=4)
-        first = notebook.cells[0]
-        source = with_header(first.source, header_block(chapter, name))
-        if source != first.source:
-            first.source = source
+        derived = [(notebook.cells[0], with_header(notebook.cells[0].source, header_block(chapter, name)))]
+        derived += [(cell, with_check_heading(cell.source, exercise_key(_nbgrader(cell)["grade_id"])))
+                    for cell in notebook.cells
+                    if is_check_cell(cell) and GRADE_ID_SEPARATOR in _nbgrader(cell).get("grade_id", "")]
+        edited = [(cell, source) for cell, source in derived if source != cell.source]
+        for cell, source in edited:
+            cell.source = source
+        if edited:
             nbformat.write(notebook, path)
             changed.append(path)
     return changed
@@ -268,6 +303,9 @@ def problems(folder: Path, names: list[str] | None = None) -> list[str]:
                              f"in {name} its key starts nb{name[:2]}_")
             if meta.get("grade") and not float(meta.get("points") or 0) > 0:
                 found.append(f"{name}: graded cell {grade_id} has no points (its cell metadata, nbgrader.points)")
+            if is_check_cell(cell) and _source(cell).partition("\n")[0] != check_heading(key):
+                found.append(f"{name}: the check cell {grade_id} does not start with its heading: run "
+                             f"`python -m lmpolicy.catalogue write-headers {name}`")
         exercises = chapter.of(name)
         if not exercises:
             found.append(f"{name}: no graded cell (nbgrader metadata grade: true, with points)")
@@ -300,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     names = [Path(n).stem for n in args.notebooks] or None
     if args.command == "write-headers":
         for path in write_headers(args.folder, names):
-            print(f"wrote the header table of {path}")
+            print(f"wrote the header table and check headings of {path}")
         return 0
     if args.command == "pytest-k":  # the notebooks and their exercise keys, for pytest's -k (make check-notebook)
         chapter = Chapter.read(args.folder)
@@ -324,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     if not found:
         print(f"{', '.join(names or Chapter.read(args.folder).notebooks)}: the exercises' facts agree "
-              "(keys, points, titles, header table)")
+              "(keys, points, titles, header table, check headings)")
     return 1 if found else 0
 
 

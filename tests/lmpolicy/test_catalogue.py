@@ -68,6 +68,8 @@ def test_adding_an_exercise_touches_its_notebook_only(tmp_path, monkeypatch):
     assert "02_temperature: exercise nb02_min_p has no title" in found.stdout
     assert "02_temperature: the header table is out of date: run `python -m lmpolicy.catalogue write-headers " \
            "02_temperature`" in found.stdout
+    assert "02_temperature: the check cell nb02_min_p__tests does not start with its heading: run " \
+           "`python -m lmpolicy.catalogue write-headers 02_temperature`" in found.stdout
 
     nb = nbformat.read(folder / "02_temperature.ipynb", as_version=4)  # the title, written once
     nb.cells[0].metadata["lmpolicy"]["exercises"]["nb02_min_p"] = "the min-p filter, `min_p_filter`"
@@ -75,6 +77,10 @@ def test_adding_an_exercise_touches_its_notebook_only(tmp_path, monkeypatch):
     subprocess.run([sys.executable, "-m", "lmpolicy.catalogue", "write-headers", "--folder", str(folder),
                     "02_temperature"], check=True, capture_output=True, timeout=60)
     assert check(folder, "02_temperature").returncode == 0
+    tests = next(c for c in nbformat.read(folder / "02_temperature.ipynb", as_version=4).cells
+                 if c.metadata.get("nbgrader", {}).get("grade_id") == "nb02_min_p__tests")
+    assert tests.source == ("# Checks of Exercise 02.min-p: run with Shift+Enter from your answer (a click opens the "
+                            "code)\n" + MIN_P_TESTS)
 
     header = nbformat.read(folder / "02_temperature.ipynb", as_version=4).cells[0].source
     old_total = sum(e.points for e in before.of("02_temperature"))
@@ -112,6 +118,15 @@ def test_an_exercise_named_for_another_notebook_is_named_as_such(tmp_path):
     found = catalogue.problems(folder, ["01_policy_softmax"])
     assert "01_policy_softmax: exercise nb02_softmax is named for notebook 02; in 01_policy_softmax its key " \
            "starts nb01_" in found
+
+
+def test_a_check_cells_heading_is_replaced_not_stacked_and_its_code_kept():
+    old = "# Checks of Exercise 11.1(a): run this cell (click ••• to see the code)\nfrom lmpolicy import checks\n"
+    assert catalogue.with_check_heading(old, "ex11_1a") == (
+        "# Checks of Exercise 11.1(a): run with Shift+Enter from your answer (a click opens the code)\n"
+        "from lmpolicy import checks\n")
+    assert catalogue.with_check_heading(catalogue.with_check_heading(old, "ex11_1a"), "ex11_1a") == \
+        catalogue.with_check_heading(old, "ex11_1a")
 
 
 def test_pytest_k_selects_a_notebook_and_its_exercises():
