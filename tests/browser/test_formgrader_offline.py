@@ -103,36 +103,50 @@ def _ada(root):
     return next(r for r in rows if r.exercise == "ex3"), student_summaries(rows)["ada"]
 
 
+def _open_grading_page(page, url: str) -> None:
+    """Open the grading page and wait until it is ready for the grader's hand: its grades loaded (their inputs and
+    buttons wired) and MathJax's start-up ended. At that end formgrader focuses the first input and scrolls to it
+    for half a second, which a click made meanwhile can race (CI saw a click on Resolve send no grade)."""
+    page.goto(url)
+    page.wait_for_function("window.formgrader && formgrader.grades && formgrader.grades.loaded "
+                           "&& window.MathJax && MathJax.loaded === true && MathJax.Hub.queue.pending === 0 "
+                           "&& !$('body, html').is(':animated')", timeout=60_000)
+
+
 def _saved(page, action) -> None:
-    """Do ``action`` on the grading page and wait until formgrader's grade API has stored the grade."""
-    with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT"
-                              and r.ok, timeout=30_000):
+    """Do ``action`` on the grading page and wait until formgrader's grade API has answered that it stored the grade."""
+    with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT",
+                              timeout=30_000) as answer:
         action()
+    response = answer.value
+    assert response.ok, f"formgrader did not store the grade: {response.status} {response.text()[:500]}"
 
 
 def test_a_manual_grade_flagged_by_a_regrade_reads_re_check_in_formgrader_and_the_report(
         chromium, graded_course, instructor_server, artifacts_dir):
+    from playwright.sync_api import expect
+
     context = chromium.new_context(viewport={"width": 1200, "height": 1400})
     try:
         page = context.new_page()
         page.goto(instructor_server.url(f"/formgrader?path={COURSE}"))
         page.wait_for_url(re.compile(r"/formgrader/manage_assignments"), timeout=60_000)
         grading_page = instructor_server.url(f"/formgrader/submissions/{_submission_id(graded_course)}/?index=0")
-        page.goto(grading_page)
+        _open_grading_page(page, grading_page)
         score = page.locator(f"input.score#{MANUAL}")
         panel = score.locator("xpath=ancestor::div[contains(@class, 'nbgrader_cell')]")
         resolve = panel.locator("button.mark-graded")
-        page.wait_for_function("window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0", timeout=60_000)
         assert "needs_manual_grade" in score.get_attribute("class")  # not graded yet: highlighted
         assert _ada(graded_course)[0].status == Status.PENDING
 
         _saved(page, lambda: (score.fill("1.5"), score.press("Tab")))  # the grader types a score
-        assert "needs_manual_grade" not in score.get_attribute("class")
+        # the page redraws the score once its script has read the answer, a moment after the response arrives here
+        expect(score).not_to_have_class(re.compile(r"\bneeds_manual_grade\b"))
         row, summary = _ada(graded_course)
         assert (row.status, row.score, summary.status) == (Status.GRADED, 1.5, Status.COMPLETE)
 
         grade_class(graded_course, workers=1, log=lambda _: None)  # the class graded again, same submission
-        page.goto(grading_page)
+        _open_grading_page(page, grading_page)
         resolve.wait_for(state="visible", timeout=30_000)  # formgrader: kept score, flagged, "Resolve"
         assert score.input_value() == "1.5" and "needs_manual_grade" in score.get_attribute("class")
         panel.screenshot(path=str(artifacts_dir / "formgrader-recheck.png"))
@@ -144,5 +158,8 @@ def test_a_manual_grade_flagged_by_a_regrade_reads_re_check_in_formgrader_and_th
         resolve.wait_for(state="hidden", timeout=30_000)
         row, summary = _ada(graded_course)
         assert (row.status, row.score, row.recheck, summary.status) == (Status.GRADED, 1.5, 0, Status.COMPLETE)
+    except Exception:
+        page.screenshot(path=str(artifacts_dir / "formgrader-recheck-failed.png"), full_page=True)
+        raise
     finally:
         context.close()
