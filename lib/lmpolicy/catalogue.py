@@ -26,9 +26,9 @@ check cell (``check_heading``: what its collapsed preview shows) are written fro
 
 ``python -m lmpolicy.catalogue check [NN_name ...]`` lists what is wrong with a notebook's exercises
 (a key of no known form, a graded cell without points, an exercise without a title, a header table
-or a check cell's first line that is out of date), one line each, and exits 1 if anything is; ``list`` prints every exercise with
-its points and the course's total; ``pytest-k NN_name`` the notebook and its keys as a ``pytest -k``
-expression (the tests of one notebook are named by either).
+or a check cell's first line that is out of date), one line each, and exits 1 if anything is;
+``list`` prints every exercise with its points and the course's total; ``pytest-k NN_name`` the
+notebook and its keys as a ``pytest -k`` expression (the tests of one notebook are named by either).
 
 This module reads notebooks as plain JSON (no nbformat), so the student's kernel pays a few
 milliseconds for it; it imports nothing of the course.
@@ -240,7 +240,8 @@ def with_check_heading(source: str, key: str) -> str:
 
 
 def is_check_cell(cell: dict) -> bool:
-    """An autograded test cell: code, graded, not an answer."""
+    """An autograded test cell: code, graded, not an answer (read from the JSON; the grader reads the same
+    through nbgrader's own ``utils``, ``lmpolicy_grader.cells.is_test``)."""
     meta = _nbgrader(cell)
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 

@@ -22,6 +22,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 from lmpolicy import progress
+from lmpolicy.catalogue import is_check_cell as is_autograded_test  # noqa: F401 (the tests import it from here)
 from lmpolicy_grader.preprocessors import GradingExecute
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,11 +53,6 @@ def exercise_key(cell) -> str | None:
     or one that names no exercise (no ``__`` in it)."""
     gid = grade_id(cell)
     return progress.exercise_key(gid) if gid and progress.GRADE_ID_SEPARATOR in gid else None
-
-
-def is_autograded_test(cell) -> bool:
-    meta = nbgrader_meta(cell)
-    return cell.cell_type == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
 def is_manual_answer(cell) -> bool:
