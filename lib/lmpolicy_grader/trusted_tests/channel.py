@@ -157,7 +157,7 @@ class Channel:
         if blocked:
             reason = no_credit.library_shortcut(no_credit.SOURCES, name, {no_credit.leaf(fn) for fn in blocked})
             if reason:
-                raise checks.LibraryShortcutUsed(f"implement this yourself: {reason}, which gets no credit")
+                raise checks.LibraryShortcutUsed(f"implement this yourself: {reason}")
         encoder = codec.Encoder()
         arguments = [encoder.encode(list(args), "the arguments"), encoder.encode(dict(kwargs), "the arguments")]
         reply, buffers = self.request({"op": "call", "name": name, "args": arguments[0], "kwargs": arguments[1],

@@ -138,7 +138,8 @@ def _changed_by(statement) -> set[str]:
 
 
 def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
-    """How the submission's code reaches a blocked library function from ``name``, or None.
+    """How the submission's code reaches a blocked library function from ``name``, as the feedback says it (and
+    that it gets no credit), or None.
 
     Follows the top-level statements that made what ``name`` is when the tests run (its last def,
     assignment or import, and any later ``__code__`` swap or conditional rebinding) and,
@@ -166,10 +167,10 @@ def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
             found = sorted(reaches & blocked_names)
             how = "" if current == name else f" through {current}"
             if found:
-                return f"your {name}{how} uses the library's {found[0]}"
+                return f"your {name}{how} uses the library's {found[0]}, which gets no credit"
             hidden = opaque(statement, current)
             if hidden:
-                return (f"your {name}{how} reaches code by a way the grader cannot check, {hidden}: "
-                        "write it with plain names")
+                return (f"your {name}{how} reaches code by a way the grader cannot check, {hidden}, which gets no "
+                        "credit: write it with plain names")
             todo.extend(reads - seen)
     return None
