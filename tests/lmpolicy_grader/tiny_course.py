@@ -186,7 +186,9 @@ REPLAYS_RECORDED_INPUTS = (
 KILLS_THE_GRADER = _answer("ex2__answer", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
 
 # student -> (submission, expected {exercise: score or None}, expected status of the notebook, reason words)
-# Scores: ex1 is worth 2, ex2 3; ex3 (manual) is pending (None) whenever the notebook is graded.
+# Scores: ex1 is worth 2, ex2 3; ex3 (manual) is pending (None) whenever the notebook is graded. A construct outside
+# the code rule (trusted_tests.constructs: import os or sys, a module's attribute rebound, __code__) costs every
+# exercise whose test runs below it.
 HOSTILE = {
     "reference": (source_notebook, {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
     "wrong": (lambda: _with(_answer("ex1__answer", "def double(x):\n    return 2 * np.abs(np.asarray(x, dtype=float))")),
@@ -200,10 +202,10 @@ HOSTILE = {
     # in the sandbox the grader's processes are out of reach: the kill fails, only that exercise scores 0
     "kills_the_grader": (lambda: _with(KILLS_THE_GRADER), {"ex1": 2, "ex2": 0}, Status.GRADED, ""),
     "sys_exit": (lambda: _with(_answer("ex1__answer", "import sys\nsys.exit(1)\n" + CORRECT_DOUBLE)),
-                 {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
+                 {"ex1": 0, "ex2": 0}, Status.GRADED, ""),
     "memory_bomb": (lambda: _with(_answer("ex1__answer", "blocks = []\nwhile True:\n    blocks.append(bytearray(100 * 1024**2))\n"
                                           + CORRECT_DOUBLE)), {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
-    "output_flood": (lambda: _with(_answer("ex1__answer", "import sys\nfor i in range(30):\n    sys.stdout.write(('spam ' * 20 + '\\n') * 10_000)\n"
+    "output_flood": (lambda: _with(_answer("ex1__answer", "for i in range(30):\n    print(('spam ' * 20 + '\\n') * 10_000, end='')\n"
                                            + CORRECT_DOUBLE)), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
     "deleted_cells": (lambda: _with(_delete_plain_too("setup", "ex2__tests", "header")), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
     "edited_cells": (lambda: _with(_edited), {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
@@ -211,9 +213,9 @@ HOSTILE = {
     "changed_kernelspec": (lambda: _with(_kernelspec), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
     "monkeypatch": (lambda: _with(_answer("ex1__answer", "import numpy\nfrom lmpolicy import checks\n"
                                           "numpy.allclose = lambda *a, **k: True\nchecks.check_close = lambda *a, **k: None\n"
-                                          "def double(x):\n    return x")), {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
-    "spy": (lambda: _with(_spy), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
-    "who_am_i": (lambda: _with(_answer("ex1__answer", WHO_AM_I)), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
+                                          "def double(x):\n    return x")), {"ex1": 0, "ex2": 0}, Status.GRADED, ""),
+    "spy": (lambda: _with(_spy), {"ex1": 0, "ex2": 0}, Status.GRADED, ""),
+    "who_am_i": (lambda: _with(_answer("ex1__answer", WHO_AM_I)), {"ex1": 0, "ex2": 0}, Status.GRADED, ""),
     "replays_recorded_inputs": (lambda: _with(_answer("ex2__answer", REPLAYS_RECORDED_INPUTS)),
                                 {"ex1": 2, "ex2": 0}, Status.GRADED, ""),
     "code_swap": (lambda: _with(_answer("ex2__answer", "from lmpolicy import checks\nimport numpy\n"

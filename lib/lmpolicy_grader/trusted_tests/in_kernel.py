@@ -1,9 +1,10 @@
 """What the trusted test kernel runs for the grader, called by name over a comm (``kernels.remote_call``).
 
-Loaded as an IPython extension when the trusted kernel starts, it serves three operations:
-``connect`` (open the channel to the submission's kernel), ``bind`` (before a test cell: the
-submission's current names into this kernel's namespace, never over a name the trusted cells defined)
-and ``failed_line`` (the line of the last cell that raised).
+Loaded as an IPython extension when the trusted kernel starts, it serves four operations:
+``connect`` (open the channel to the submission's kernel), ``outside_the_rule`` (before a test cell: why
+the code rule, ``constructs``, gives it no credit, read from the submitted source), ``bind`` (before a test
+cell: the submission's current names into this kernel's namespace, never over a name the trusted cells
+defined) and ``failed_line`` (the line of the last cell that raised).
 """
 from __future__ import annotations
 
@@ -15,22 +16,27 @@ from IPython import get_ipython
 from lmpolicy import checks
 from lmpolicy_grader.kernels import remote_call
 from lmpolicy_grader.kernels.trusted_kernel import IN_KERNEL_TARGET
-from lmpolicy_grader.trusted_tests import no_credit
+from lmpolicy_grader.trusted_tests import constructs, no_credit
 from lmpolicy_grader.trusted_tests.channel import Channel
 from lmpolicy_grader.trusted_tests.errors import ChannelError
 
 TARGET = IN_KERNEL_TARGET
 
 _ALL_SOURCES: list[tuple[int, str]] = []
+_ANSWERS: dict[int, str] = {}  # answer cell index -> the exercise it answers
 _CHANNEL: Channel | None = None
 _INJECTED: dict[str, object] = {}
 
 
-def connect(info: dict, sources: list[tuple[int, str]], cell_seconds: float) -> str | None:
+def connect(info: dict, sources: list[tuple[int, str]], cell_seconds: float,
+            answers: list[tuple[int, str]] = ()) -> str | None:
     """Open the channel to the submission's kernel; ``sources`` are its notebook's non-test code
-    cells as (index, source), from the notebook the grader holds."""
+    cells as (index, source), from the notebook the grader holds, ``answers`` its answer cells as
+    (index, the exercise each answers)."""
     global _CHANNEL
-    _ALL_SOURCES[:] = sources
+    _ALL_SOURCES[:] = [(int(index), str(source)) for index, source in sources]
+    _ANSWERS.clear()
+    _ANSWERS.update({int(index): str(exercise) for index, exercise in answers})
     shell = get_ipython()
     if shell is not None:
         checks.explain_name_errors(shell, _missing_from_submission)
@@ -48,6 +54,17 @@ def _missing_from_submission(name: str, namespace: dict) -> str:
                 "that cell raised before it got there (its error is in your notebook)")
     return (f"your notebook does not define {name}: its answer cell above this test must, with the name and "
             "arguments the released notebook gives it")
+
+
+def outside_the_rule(user_ns: dict, test_source: str, cell_index: int, exercise: str | None) -> str | None:
+    """Before test cell ``cell_index`` of ``exercise`` (its whole source): why the code rule gives it no
+    credit, or None. The tested names are those it reads that this kernel's own cells did not define."""
+    trusted = {name for name, value in user_ns.items() if _INJECTED.get(name, _NOT_INJECTED) is not value}
+    cells = [constructs.Cell(index, source, _ANSWERS.get(index)) for index, source in _ALL_SOURCES if index < cell_index]
+    return constructs.outside_the_rule(cells, test_source, exercise, trusted)
+
+
+_NOT_INJECTED = object()
 
 
 def bind(user_ns: dict, cell_source: str = "", cell_index: int | None = None) -> str | None:
@@ -84,5 +101,6 @@ def load_ipython_extension(shell) -> None:
     remote_call.serve(shell, TARGET, {
         "connect": connect,
         "bind": lambda **arguments: bind(shell.user_ns, **arguments),
+        "outside_the_rule": lambda **arguments: outside_the_rule(shell.user_ns, **arguments),
         "failed_line": failed_line,
     })

@@ -8,6 +8,9 @@ submission's own folder).
 The functions of the student library that answer the notebook's exercises are not in the submission's
 process at all (``isolation.library_view``); for those the rule is a second line. It is the only one
 between the submission and torch's and numpy's own functions (``torch.softmax``).
+
+It reads what the tested function reaches; how the tested name is made, and which constructs the
+notebook's cells may use at all, is the code rule (``constructs``), which every test cell applies first.
 """
 from __future__ import annotations
 
@@ -137,9 +140,10 @@ def _changed_by(statement) -> set[str]:
     return names
 
 
-def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
+def library_shortcut(sources, name: str, blocked_names) -> str | None:
     """How the submission's code reaches a blocked library function from ``name``, as the feedback says it (and
-    that it gets no credit), or None.
+    that it gets no credit), or None. ``blocked_names`` holds names, and may hold compiled patterns
+    (``re.compile(r"_+softmax\\w*")``) that a reached name matches in full.
 
     Follows the top-level statements that made what ``name`` is when the tests run (its last def,
     assignment or import, and any later ``__code__`` swap or conditional rebinding) and,
@@ -155,7 +159,9 @@ def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
             makers.setdefault(bound, []).append(statement)
         for changed_by_call in _changed_by(statement):
             makers.setdefault(changed_by_call, []).append(statement)
-    blocked_names = set(blocked_names).union(*(ALSO_ANSWERS.get(blocked, ()) for blocked in blocked_names))
+    patterns = [blocked for blocked in blocked_names if isinstance(blocked, re.Pattern)]
+    blocked_names = {blocked for blocked in blocked_names if isinstance(blocked, str)}
+    blocked_names |= set().union(*(ALSO_ANSWERS.get(blocked, ()) for blocked in blocked_names))
     todo, seen = [name], set()
     while todo:
         current = todo.pop()
@@ -164,7 +170,8 @@ def library_shortcut(sources, name: str, blocked_names: set[str]) -> str | None:
         seen.add(current)
         for statement in makers.get(current, ()):
             reads, reaches = _reached_names(statement, current)
-            found = sorted(reaches & blocked_names)
+            found = sorted(reach for reach in reaches
+                           if reach in blocked_names or any(pattern.fullmatch(reach) for pattern in patterns))
             how = "" if current == name else f" through {current}"
             if found:
                 return f"your {name}{how} uses the library's {found[0]}, which gets no credit"

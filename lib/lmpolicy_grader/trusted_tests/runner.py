@@ -3,9 +3,10 @@
 One runner serves one notebook. It owns the trusted test kernel (a spare started ahead, or its own),
 runs cells there with a stock nbgrader ``Execute`` of its own, and talks to what the kernel loaded at
 start (``in_kernel``) by name with data (``kernels.remote_call``): ``connect`` once, to reach the
-submission's kernel; ``bind`` before each test, with the test's visible part only, so that nothing of
-the hidden tests crosses to the submission's process but the inputs of the calls themselves; and
-``failed_line`` after a test that raised.
+submission's kernel; before each test ``outside_the_rule`` (the code rule, ``constructs``: a test it
+refuses fails with its reason, as the grader's verdict, and never reaches the submission) and ``bind``,
+with the test's visible part only, so that nothing of the hidden tests crosses to the submission's
+process but the inputs of the calls themselves; and ``failed_line`` after a test that raised.
 """
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ import tempfile
 import nbformat
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbgrader import utils
 from nbgrader.preprocessors import Execute
 
+from lmpolicy import checks
+from lmpolicy.catalogue import exercise_key
 from lmpolicy_grader.cells import is_test, set_failed_line
 from lmpolicy_grader.isolation import library_view
 from lmpolicy_grader.kernels import remote_call, spares
@@ -106,8 +110,10 @@ class TrustedTestRunner:
         info = grading_km.get_connection_info(session=False)
         info = {key: (value.decode() if isinstance(value, bytes) else value) for key, value in info.items()}
         sources = [(i, c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code" and not is_test(c)]
+        answers = [(i, exercise_key(c.metadata.nbgrader.grade_id)) for i, c in enumerate(nb.cells)
+                   if c.cell_type == "code" and utils.is_solution(c) and c.metadata.nbgrader.get("grade_id")]
         self.problem = self._call("connect", self.cell_timeout + CELL_SLACK, info=info, sources=sources,
-                                  cell_seconds=float(self.cell_timeout))
+                                  cell_seconds=float(self.cell_timeout), answers=answers)
 
     # --- the cells -------------------------------------------------------------------------------
 
@@ -122,6 +128,11 @@ class TrustedTestRunner:
     def run_test(self, cell, index: int, grade_id: str):
         """A test cell, with the submission's current names bound through the channel; returns the cell
         with its outputs and, if it raised, ``failed_line``."""
+        outside = self._call("outside_the_rule", self.cell_timeout + CELL_SLACK, test_source=cell.source,
+                             cell_index=index, exercise=exercise_key(grade_id))
+        if outside:
+            cell.outputs = [_verdict(checks.LibraryShortcutUsed(outside))]
+            return cell
         problem = self.problem or self._call("bind", self.cell_timeout + CELL_SLACK,
                                              cell_source=visible_part(cell.source), cell_index=index)
         if problem:
@@ -149,6 +160,12 @@ class TrustedTestRunner:
         finally:
             self.execute.kc = None
             self.kernel.stop()
+
+
+def _verdict(failed: checks.CheckFailed):
+    """A check that failed before the cell ran, as the cell's error: its verdict lines, as IPython shows them."""
+    return nbformat.v4.new_output("error", ename=type(failed).__name__, evalue=str(failed),
+                                  traceback=failed._render_traceback_())
 
 
 def _error(ename: str, evalue: str):

@@ -16,6 +16,11 @@ reference to torch.softmax taken by a computed name, a copy of a library functio
 a wrapper, ``exec`` of the library module's source or of its file, and the same after neutering what used
 to guard the submission's own process each earn 0 on the exercise they cheated, with the reason, while
 the reference and a blank submission keep their exact scores.
+
+The code rule (issue 34, ``trusted_tests.constructs``): an attack written with a construct outside the allowlist
+(``get_ipython``, ``import sys``, ``__code__``, a computed ``getattr``) costs every exercise tested below its cell,
+with the rule's reason; a tested name bound outside its answer cell's plain def (a ``match`` capture) costs only
+the exercises that read it. Both kept their credit under the old rule.
 """
 from __future__ import annotations
 
@@ -156,16 +161,16 @@ LIBRARY_CHEATS = {
     "wrapped_code_copy": ("ex11_1a__sequence_logprob",
                           "import types, torch\nfrom lmpolicy.tinylm import logprobs as _lp\n"
                           "_copy = types.FunctionType(getattr(_lp, 'sequence_' + 'logprob').__code__, _lp.__dict__)\n"
-                          + _LOGPROB_BY.format(f="_copy"), "reaches code by a way the grader cannot check"),
+                          + _LOGPROB_BY.format(f="_copy"), "uses import types"),
     "exec_of_getsource": ("ex11_1a__sequence_logprob",
                           "import inspect, torch\nfrom lmpolicy.tinylm import logprobs as _lp\n_ns = {}\n"
                           "exec(inspect.getsource(_lp), _ns)\n" + _LOGPROB_BY.format(f="_ns['sequence_' + 'logprob']"),
-                          "reaches code by a way the grader cannot check"),
+                          "uses import inspect"),
     "read_of_the_library_file": ("ex11_1a__sequence_logprob",
                                  "import torch\nfrom lmpolicy.tinylm import logprobs as _lp\n_ns = {}\n"
                                  "exec(open(_lp.__file__).read(), _ns)\n"
                                  + _LOGPROB_BY.format(f="_ns['sequence_' + 'logprob']"),
-                                 "reaches code by a way the grader cannot check"),
+                                 "uses exec"),
     # what guarded the submission's own process before (blocks during the call, the copied-code report),
     # neutered: there is nothing left there to neuter
     "disabled_call_server": ("ex11_1a__sequence_logprob",
@@ -174,7 +179,7 @@ LIBRARY_CHEATS = {
                              "_c.no_library_shortcut = lambda *functions: contextlib.nullcontext()\n"
                              "_cs.copied_library_code = lambda *args: None\n"
                              "from lmpolicy.tinylm.logprobs import sequence_logprob as _library\n"
-                             + _LOGPROB_BY.format(f="_library"), "uses the library's sequence_logprob"),
+                             + _LOGPROB_BY.format(f="_library"), "from lmpolicy_grader.trusted_tests import"),
 }
 SOFTMAX_CELL, LOGPROB_CELL = "nb01_softmax__answer", "ex11_1a__sequence_logprob"
 # Right on the visible checks (1-D inputs and one 2x3 batch), and hands any other input back as its answer: the
@@ -188,6 +193,17 @@ def softmax(logits, dim=-1):
     return e / e.sum(dim=dim, keepdim=True)
 """
 SOFTMAX_TESTS, LOGPROB_TESTS = "nb01_softmax__tests", "ex11_1a__tests"
+RIGHT_SOFTMAX = ("def softmax(logits, dim=-1):\n    w = torch.exp(logits - logits.amax(dim=dim, keepdim=True))\n"
+                 "    return w / w.sum(dim=dim, keepdim=True)\n")
+# Issue 34's door 3: the tested name bound past the rule (each kept 2 of 2 before). (answer cell, the reason's words,
+# whether 11.1(a), tested below that cell, keeps its points)
+CODE_RULE_CHEATS = {
+    "globals_update": (RIGHT_SOFTMAX + "import functools\nglobals().update(softmax=functools.partial(torch.softmax, dim=-1))\n",
+                       "binds softmax with globals().update(softmax=functools.partial(torch.softmax,", False),
+    "match_capture": ("import functools\ndef softmax(logits, dim=-1):\n    return None\n"
+                      "match functools.partial(torch.softmax, dim=-1):\n    case softmax:\n        pass\n",
+                      "line 5 binds softmax with a match capture", True),
+}
 
 
 @pytest.fixture(scope="session")
@@ -210,11 +226,16 @@ def hostile_class(tmp_path_factory, repo_root):
     submissions["copied_logprob"] = tiny_course.replace_answer(nbformat.from_dict(reference), LOGPROB_CELL, logprob_copy)
     for name, (cell, answer, _) in LIBRARY_CHEATS.items():
         submissions[name] = tiny_course.replace_answer(nbformat.from_dict(reference), cell, answer)
+    for name, (answer, _, _) in CODE_RULE_CHEATS.items():
+        submissions[name] = tiny_course.replace_answer(nbformat.from_dict(reference), SOFTMAX_CELL, answer)
     submissions["blank"] = nbformat.read(root / "release" / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4)
     submissions["echoes_hidden_input"] = tiny_course.replace_answer(nbformat.from_dict(reference), SOFTMAX_CELL,
                                                                     ECHOES_HIDDEN_INPUT)
+    # plain numpy: a read far past an array's one element (no os._exit, which the code rule refuses)
     submissions["dies_in_a_call"] = tiny_course.replace_answer(
-        nbformat.from_dict(reference), SOFTMAX_CELL, "import os\ndef softmax(logits, dim=-1):\n    os._exit(1)\n")
+        nbformat.from_dict(reference), SOFTMAX_CELL,
+        "import numpy as np\ndef softmax(logits, dim=-1):\n"
+        "    return float(np.lib.stride_tricks.as_strided(np.zeros(1), shape=(2,), strides=(2 ** 44,)).sum())\n")
     for student, nb in submissions.items():
         folder = root / "submitted" / student / "ch11"
         folder.mkdir(parents=True)
@@ -247,13 +268,32 @@ def test_the_reference_earns_every_point(hostile_class):
 
 
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
-def test_an_attack_on_the_tests_changes_nothing(hostile_class, attack):
+def test_an_attack_on_the_tests_changes_nothing_but_costs_what_is_tested_below_it(hostile_class, attack):
     root, outcomes = hostile_class
     assert outcomes[attack].status == Status.GRADED, outcomes[attack].reason
-    # the tests run in the trusted kernel, and the student's own 11.1(a) numbers come drawn from the grader
-    # (students.kernel_environments), so rebinding abs() and friends in its own process changes no score
-    assert _scores(root, attack) == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 3.0}
-    assert "contains NaN" in _error_of(root, attack, SOFTMAX_TESTS)  # the honest reason: the overflow
+    if attack == "fake_output":  # plain Python: the tests run in the trusted kernel, the fake lines change nothing
+        assert _scores(root, attack) == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 3.0}
+        assert "contains NaN" in _error_of(root, attack, SOFTMAX_TESTS)  # the honest reason: the overflow
+        return
+    # every other attack needs a construct outside the code rule: both tests below its cell get no credit, saying so
+    assert _scores(root, attack) == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 0.0}
+    for test in (SOFTMAX_TESTS, LOGPROB_TESTS):
+        error = _error_of(root, attack, test)
+        assert error.startswith("LibraryShortcutUsed: cell 10 (your answer to Exercise 01.softmax) line ") \
+            and "outside the plain Python the grader can check" in error, error
+
+
+@pytest.mark.parametrize("cheat", sorted(CODE_RULE_CHEATS))
+def test_a_tested_name_bound_past_the_code_rule_earns_nothing_on_what_it_can_touch(hostile_class, cheat):
+    root, outcomes = hostile_class
+    _, says, others_keep = CODE_RULE_CHEATS[cheat]
+    assert outcomes[cheat].status == Status.GRADED, outcomes[cheat].reason
+    assert _scores(root, cheat) == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 3.0 if others_keep else 0.0}
+    error = _error_of(root, cheat, SOFTMAX_TESTS)
+    assert error.startswith("LibraryShortcutUsed: cell 10 (your answer to Exercise 01.softmax) ") and says in error
+    import html
+    feedback = html.unescape((root / "feedback" / cheat / "ch11" / f"{NOTEBOOK}.html").read_text())
+    assert says in " ".join(feedback.split())  # the grader's verdict reaches the student
 
 
 @pytest.mark.parametrize("attack", sorted(CHANNEL_ATTACKS))
@@ -262,9 +302,14 @@ def test_an_attack_on_the_channel_costs_its_exercise_with_a_reason(hostile_class
     assert outcomes[attack].status == Status.GRADED, outcomes[attack].reason
     scores = _scores(root, attack)
     assert scores[SOFTMAX_TESTS] == 0.0
-    assert CHANNEL_ATTACKS[attack][1] in _error_of(root, attack, SOFTMAX_TESTS)
-    # a kernel that answers nobody loses every exercise; the others keep their honest points
-    assert scores[LOGPROB_TESTS] == (0.0 if attack == "never_answers" else 3.0)
+    outside = attack in ("never_answers", "copied_code_object", "copied_code_object_by_computed_name")
+    if outside:  # written with a construct outside the code rule (get_ipython, __code__): refused before any call
+        assert "outside the plain Python" in _error_of(root, attack, SOFTMAX_TESTS) \
+            or "binds softmax with" in _error_of(root, attack, SOFTMAX_TESTS)
+    else:
+        assert CHANNEL_ATTACKS[attack][1] in _error_of(root, attack, SOFTMAX_TESTS)
+    # a construct outside the rule costs every exercise below it; the others keep their honest points
+    assert scores[LOGPROB_TESTS] == (0.0 if outside else 3.0)
 
 
 def test_a_kernel_that_dies_inside_a_call_fails_its_notebook_with_the_reason(hostile_class):
@@ -294,7 +339,8 @@ def test_the_librarys_own_answer_reached_any_way_earns_nothing_on_what_it_cheate
     cheated = SOFTMAX_TESTS if cell == SOFTMAX_CELL else LOGPROB_TESTS
     honest = LOGPROB_TESTS if cheated == SOFTMAX_TESTS else SOFTMAX_TESTS
     scores = _scores(root, cheat)
-    assert scores == {cheated: 0.0, honest: 2.0 if honest == SOFTMAX_TESTS else 3.0}
+    # each is written with a construct outside the code rule: it also costs 11.1(a), tested below the softmax cell
+    assert scores == {cheated: 0.0, honest: 2.0 if honest == SOFTMAX_TESTS else 0.0}
     error = _error_of(root, cheat, cheated)
     assert "LibraryShortcutUsed" in error and reason in error, error
 
@@ -308,14 +354,16 @@ def test_a_failed_hidden_check_shows_neither_its_message_nor_the_hidden_input_re
 
     import torch
     from lmpolicy.hidden_inputs import HIDDEN_INPUTS_VARIABLE, hidden_seed
-    from lmpolicy_grader.students import kernel_environments
+    from lmpolicy_grader.students import kernel_environments, submission_digest
 
     root, outcomes = hostile_class
     student = "echoes_hidden_input"
     assert outcomes[student].status == Status.GRADED, outcomes[student].reason
     assert _scores(root, student) == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 3.0}
     assert "every slice along `dim` must sum to 1" in _error_of(root, student, SOFTMAX_TESTS)  # the hidden hint
-    _, trusted = kernel_environments(load_config(root), root, student)
+    graded = root / "autograded" / student / "ch11"  # the inputs are drawn for this very submission
+    digest = submission_digest(nbformat.read(graded / f"{NOTEBOOK}.ipynb", as_version=4), graded)
+    _, trusted = kernel_environments(load_config(root), root, student, digest)
     os.environ[HIDDEN_INPUTS_VARIABLE] = trusted[HIDDEN_INPUTS_VARIABLE]
     try:
         first = 3 * torch.randn((4, 7), generator=torch.Generator().manual_seed(hidden_seed(1101)), dtype=torch.float64)

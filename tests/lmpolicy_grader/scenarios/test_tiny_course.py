@@ -105,17 +105,18 @@ def _text(page: str) -> str:
 def test_feedback_of_a_rebinding_shows_the_wrong_answer_not_the_rebinding(tiny_class):
     root, _ = tiny_class
     html = _feedback(root, "monkeypatch")
-    # the rebound numpy.allclose and check_close live in the submission's kernel; the tests, in their own,
-    # call the wrong double and say so
-    assert "TamperingDetected" not in html and "double is off at index (1,): expected 4, got 2" in html
+    # the rebound numpy.allclose and check_close would live in the submission's kernel only; the code rule refuses
+    # the rebinding itself, and says so
+    assert "TamperingDetected" not in html and "an assignment to numpy.allclose, an attribute of a module" in html
 
 
 def test_a_spy_on_the_channel_learns_no_word_of_the_hidden_tests(tiny_class):
-    """The trusted side asks for names with a test's visible part only: the hidden test's words never cross."""
+    """The trusted side asks for names with a test's visible part only: the hidden test's words never cross. The
+    spy's import is outside the code rule, so no test below it reaches the submission at all: it sees nothing."""
     root, _ = tiny_class
     graded = nbformat.read(root / "autograded" / "spy" / "ch11" / f"{tiny_course.NOTEBOOK}.ipynb", as_version=4)
     printed = "".join(o.get("text", "") for o in graded.cells[tiny_course.cell_index(graded, "ex2__answer")].outputs)
-    assert printed.startswith("SPIED") and "check_close" in printed and "double" in printed, printed  # the spy ran
+    assert printed.startswith("SPIED []"), printed  # the spy ran, and ex1's test never asked its kernel
     assert not {"allclose", "hidden", "failed"} & set(re.findall(r"\w+", printed)), printed
 
 

@@ -30,13 +30,13 @@ def _grade(tmp_path, cells):
 def test_a_test_runs_in_the_trusted_kernel_against_the_submissions_function_and_records_the_failing_line(tmp_path):
     nb = _grade(tmp_path, [
         _cell("BASE = 10", "setup", locked=True),
-        nbformat.v4.new_code_cell("import os\ndef triple(x):\n    return 3 * x\ndef its_process():\n    return os.getpid()"),
-        _cell("import os\nassert its_process() != os.getpid() and triple(2) == 6\nassert triple(BASE) == 31, 'off'",
-              "t1", test=True),
+        # plain Python only (the code rule refuses import os in a submitted cell, which once showed the process here)
+        nbformat.v4.new_code_cell("def triple(x):\n    return 3 * x\nCALLS = []"),
+        _cell("CALLS.append(1)\nassert triple(2) == 6\nassert triple(BASE) == 31, 'off'", "t1", test=True),
     ])
     test = nb.cells[-1]
     errors = [o for o in test.outputs if o.output_type == "error"]
-    assert [(e.ename, e.evalue) for e in errors] == [("AssertionError", "off")]  # line 2 held: another process
+    assert [(e.ename, e.evalue) for e in errors] == [("AssertionError", "off")]
     assert failed_line(test) == 3
 
 

@@ -1,0 +1,437 @@
+"""The code rule: the constructs a graded notebook's cells may be written with, and how a tested name is made.
+
+Judged in the trusted test kernel from the submitted source (the notebook the grader holds, never what the
+submission's process reports), before each test cell runs (``in_kernel.outside_the_rule``):
+
+1. **A tested name** (a name the test cell reads that neither it nor the trusted cells define: the name the
+   grader takes from the submission) is made only by a plain, undecorated ``def`` or a plain assignment
+   (``name = expr``, ``name: type = expr``) at the top level of an answer cell of the test's own exercise.
+   Any other binding of it in a cell above the test (in another cell, by import-as, a for/with/except
+   target, ``:=``, ``global``/``nonlocal``, ``del``, a class, a decorator, a match capture, tuple unpacking,
+   ``+=``, inside an if/for/try block) is outside.
+2. **Every submitted code cell** (each non-test code cell, locked set-up cells included) is plain Python
+   written with the constructs listed below: ``ALLOWED_NODES`` (the statement and expression kinds),
+   ``ALLOWED_MODULES`` (what may be imported), ``ALLOWED_BUILTINS`` and ``ALLOWED_DUNDERS`` (the builtins and
+   dunder names and attributes a cell may name). Anything not listed is refused, so a construct nobody
+   thought of is refused too: ``exec``/``eval``/``compile``/``__import__``, ``globals()``/``vars()``/
+   ``locals()``, ``setattr``/``delattr``, ``getattr`` with a computed name, ``sys``/``builtins``/``__main__``,
+   ``importlib``/``inspect``/``ctypes``/``pickle``/``gc``, threads, processes, ``asyncio``, ``signal``,
+   ``atexit``, ``get_ipython`` and its hooks, ``__dict__``/``__code__``/``__globals__``. A cell that does not
+   parse as plain Python (an IPython ``%magic`` or ``!shell`` line, a syntax error) is outside.
+   Attributes are the one part judged by a list of refusals (``INTERPRETER_HANDLES``: the names under which
+   an allowed module hands out the interpreter, ``typing.sys``, ``np.ctypeslib``, ``torch.hub``): an
+   allowlist of every torch and numpy attribute is not practical.
+
+**What it touches.** A construct outside the rule in cell k can touch every exercise whose test cell runs
+after cell k (it may bind any name, or run code, before the test): each of those tests gets no credit, with
+a one-line reason naming the cell, its line and the construct. A test cell above cell k is untouched.
+
+Modules allowed, and why: torch, numpy and math (the course's arithmetic), lmpolicy (the course's own
+library; its answers are not in the grading kernel: ``isolation.library_view``), matplotlib (plots),
+functools, itertools, collections, typing, dataclasses, random, statistics, time, copy, enum, abc,
+numbers, fractions, decimal, heapq, bisect, string, textwrap, re, warnings, contextlib (plain helpers, none of which
+reaches the interpreter's namespaces). ``operator`` is not: ``attrgetter`` and ``methodcaller`` take an
+attribute's name as a computed string, the ``getattr`` the rule refuses.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+import symtable
+from dataclasses import dataclass
+
+from lmpolicy import catalogue
+
+# -- the allowlists ----------------------------------------------------------------------------------------
+
+ALLOWED_NODES = frozenset({
+    ast.Module, ast.Expr, ast.Pass, ast.Break, ast.Continue, ast.Return, ast.Raise, ast.Assert,
+    ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete,
+    ast.For, ast.While, ast.If, ast.With, ast.Try, ast.ExceptHandler, ast.Import, ast.ImportFrom, ast.alias,
+    ast.Global, ast.Nonlocal,  # judged by rule 1 when they name a tested name
+    ast.Match, ast.match_case, ast.MatchValue, ast.MatchSingleton, ast.MatchSequence, ast.MatchMapping,
+    ast.MatchClass, ast.MatchStar, ast.MatchAs, ast.MatchOr,  # captures judged by rule 1
+    ast.BoolOp, ast.NamedExpr, ast.BinOp, ast.UnaryOp, ast.Lambda, ast.IfExp, ast.Dict, ast.Set, ast.ListComp,
+    ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.comprehension, ast.Yield, ast.YieldFrom, ast.Compare,
+    ast.Call, ast.keyword, ast.FormattedValue, ast.JoinedStr, ast.Constant, ast.Attribute, ast.Subscript,
+    ast.Starred, ast.Name, ast.List, ast.Tuple, ast.Slice, ast.arguments, ast.arg, ast.withitem,
+    ast.Load, ast.Store, ast.Del,
+    ast.And, ast.Or, ast.Add, ast.Sub, ast.Mult, ast.MatMult, ast.Div, ast.Mod, ast.Pow, ast.LShift, ast.RShift,
+    ast.BitOr, ast.BitXor, ast.BitAnd, ast.FloorDiv, ast.Invert, ast.Not, ast.UAdd, ast.USub, ast.Eq, ast.NotEq,
+    ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is, ast.IsNot, ast.In, ast.NotIn,
+})
+# What a refused node kind is, in words (any other: its class name).
+NODE_WORDS = {ast.AsyncFunctionDef: "an async def", ast.Await: "await", ast.AsyncFor: "an async for",
+              ast.AsyncWith: "an async with", ast.TryStar: "except*"}
+
+# A module may be imported when it or a package above it is listed (``torch`` allows ``torch.nn.functional``).
+ALLOWED_MODULES = frozenset({
+    "torch", "numpy", "math", "lmpolicy", "matplotlib", "functools", "itertools", "collections", "typing",
+    "dataclasses", "random", "statistics", "time", "copy", "enum", "abc", "numbers", "fractions", "decimal",
+    "heapq", "bisect", "string", "textwrap", "re", "warnings", "contextlib", "__future__",
+})
+
+ALLOWED_BUILTINS = frozenset({
+    "abs", "all", "any", "ascii", "bin", "bool", "bytearray", "bytes", "callable", "chr", "classmethod",
+    "complex", "dict", "dir", "divmod", "enumerate", "filter", "float", "format", "frozenset", "hasattr", "getattr",
+    "hash", "hex", "id", "input", "int", "isinstance", "issubclass", "iter", "len", "list", "map", "max", "min",
+    "next", "object", "oct", "ord", "pow", "print", "property", "range", "repr", "reversed", "round", "set",
+    "slice", "sorted", "staticmethod", "str", "sum", "super", "tuple", "type", "zip", "display",
+    "NotImplemented", "Ellipsis", "True", "False", "None",
+})  # and every exception and warning class (``_is_exception_class``); getattr only with a constant name
+
+# Dunder names a cell may read (``if __name__ == "__main__":``) and dunder attributes it may use or define.
+ALLOWED_DUNDERS = frozenset({
+    "__name__", "__doc__", "__qualname__", "__version__", "__class__", "__init__", "__call__", "__repr__",
+    "__str__", "__len__", "__getitem__", "__setitem__", "__contains__", "__iter__", "__next__", "__eq__",
+    "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__add__", "__sub__", "__mul__",
+    "__truediv__", "__neg__", "__post_init__", "__enter__", "__exit__", "__future__",
+})
+# The methods a class may define beyond those: protocols that run only when their object is used (none that runs
+# on its own at class creation, attribute lookup or collection: __set_name__, __init_subclass__, __getattr__,
+# __del__ are refused).
+ALLOWED_DUNDER_METHODS = ALLOWED_DUNDERS | {
+    "__new__", "__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__floordiv__", "__mod__", "__pow__",
+    "__matmul__", "__pos__", "__abs__", "__float__", "__int__", "__index__", "__round__", "__array__",
+    "__reversed__", "__delitem__", "__format__", "__copy__", "__deepcopy__",
+}
+# Dunder strings a cell may hold: the names above, and the "__main__" of ``if __name__ == "__main__":``.
+ALLOWED_DUNDER_STRINGS = ALLOWED_DUNDER_METHODS | {"__main__"}
+
+# Attribute names under which an allowed module hands out the interpreter or runs code it loads (the refused
+# modules, reached as attributes: ``typing.sys``, ``lmpolicy.checks.os``; and the loaders of code and pickles).
+REFUSED_MODULES = frozenset({
+    "sys", "os", "builtins", "__main__", "importlib", "inspect", "types", "ctypes", "ctypeslib", "pickle",
+    "marshal", "gc", "runpy", "code", "codeop", "threading", "_thread", "multiprocessing", "asyncio",
+    "concurrent", "signal", "atexit", "subprocess", "IPython", "ipykernel", "operator", "dill", "cloudpickle",
+    "shelve", "weakref", "posix", "io", "pathlib", "shutil", "socket", "tempfile",
+})
+INTERPRETER_HANDLES = REFUSED_MODULES | {
+    "modules", "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "gi_frame", "cr_frame", "tb_frame",
+    "_getframe", "currentframe", "user_ns", "user_global_ns", "run_cell", "run_line_magic", "run_cell_magic",
+    "system", "getoutput", "events", "get_ipython", "load", "loads", "load_library", "load_inline",
+    "cpp_extension", "hub", "globals", "locals", "setattr", "delattr",
+    "fork", "spawn", "Thread", "Timer", "Process", "settrace", "setprofile", "addaudithook", "excepthook",
+}
+
+# IPython's history of inputs and outputs (Out[3] may hold anything an earlier cell showed), read by name.
+IPYTHON_HISTORY = re.compile(r"In|Out|_oh|_ih|_dh|_+|_i+|_\d+|_i\d+")
+
+
+def _is_exception_class(name: str) -> bool:
+    value = getattr(builtins, name, None)
+    return isinstance(value, type) and issubclass(value, BaseException)
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _module_allowed(module: str) -> bool:
+    parts = module.split(".")
+    return any(".".join(parts[:n]) in ALLOWED_MODULES for n in range(1, len(parts) + 1))
+
+
+# -- the cells ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A submitted code cell: its index in the notebook, its source, and the exercise it answers (None if it
+    is no answer cell)."""
+    index: int
+    source: str
+    exercise: str | None = None
+
+    @property
+    def where(self) -> str:
+        """The cell as a student finds it: its place in the notebook (text cells counted), and what it answers."""
+        try:
+            exercise = catalogue.label(self.exercise) if self.exercise else None
+        except ValueError:  # a key of no known form (another course's): the key itself
+            exercise = self.exercise
+        answers = f" (your answer to {exercise})" if exercise else ""
+        return f"cell {self.index + 1}{answers}"
+
+
+def _parsed(cell: Cell) -> tuple[ast.Module | None, str | None]:
+    """The cell's syntax tree, or why it has none (it is not plain Python)."""
+    try:
+        return ast.parse(cell.source), None
+    except SyntaxError as error:
+        line = (error.lineno or 1)
+        text = (cell.source.splitlines()[line - 1:line] or [""])[0].strip()
+        what = ("an IPython magic or shell line" if text.startswith(("%", "!")) or text.endswith("?")
+                else f"not plain Python ({error.msg})")
+        return None, f"{cell.where} line {line} is {what}"
+    except (ValueError, RecursionError, MemoryError) as error:
+        return None, f"{cell.where} is not plain Python ({type(error).__name__})"
+
+
+def _quoted(cell: Cell, node) -> str:
+    """A short quote of ``node``'s code, for the reason."""
+    text = " ".join((ast.get_source_segment(cell.source, node) or "").split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _refused(node, imported: set[str]) -> str | None:
+    """What in ``node`` itself is outside the allowlist, in words (``imported``: the names bound by imports)."""
+    kind = type(node)
+    if kind not in ALLOWED_NODES:
+        return NODE_WORDS.get(kind, f"a {kind.__name__} construct")
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if not _module_allowed(alias.name):
+                return f"import {alias.name}"
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            return "a relative import (a module of your own folder)"
+        if not _module_allowed(node.module or ""):
+            return f"from {node.module} import"
+        for alias in node.names:
+            if alias.name == "*" or alias.name in REFUSED_MODULES or _is_dunder(alias.name):
+                return f"from {node.module} import {alias.name}"
+    elif isinstance(node, ast.Name):
+        name = node.id
+        if _is_dunder(name) and name not in ALLOWED_DUNDERS:
+            return name
+        if isinstance(node.ctx, ast.Load) and IPYTHON_HISTORY.fullmatch(name):
+            return f"IPython's history ({name})"
+        if (name in dir(builtins) or name in ("get_ipython", "exit", "quit")) and name not in ALLOWED_BUILTINS \
+                and name not in ALLOWED_DUNDERS and not _is_exception_class(name):
+            return name
+    elif isinstance(node, ast.Attribute):
+        if (_is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS) or node.attr in INTERPRETER_HANDLES:
+            return f".{node.attr}"
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Name) \
+                and node.value.id in imported:
+            return f"an assignment to {node.value.id}.{node.attr}, an attribute of a module"
+    elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        if _is_dunder(node.name) and node.name not in ALLOWED_DUNDER_METHODS:
+            return f"a method {node.name}"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
+        name = node.args[1] if len(node.args) >= 2 else None
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            return f"{node.func.id} with a computed name"
+        if name.value in INTERPRETER_HANDLES:
+            return f"{node.func.id}(..., {name.value!r})"
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if _is_dunder(node.value) and node.value not in ALLOWED_DUNDER_STRINGS:
+            return f"the name {node.value!r} in a string"
+    return None
+
+
+def outside_construct(cell: Cell, tested: set[str] = frozenset()) -> str | None:
+    """The first thing in ``cell`` outside the allowed constructs, as the reason says it, or None.
+
+    The reason names the cell, the line, and the construct; when the statement holding it names a tested
+    name (``globals().update(softmax=...)``), it says that it binds that name."""
+    tree, unparsed = _parsed(cell)
+    if tree is None:
+        return unparsed
+    imported = {(a.asname or a.name).split(".")[0] for node in ast.walk(tree)
+                if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
+    for statement in tree.body:
+        for node in ast.walk(statement):
+            refused = _refused(node, imported)
+            if refused is None:
+                continue
+            line = getattr(node, "lineno", statement.lineno)
+            named = sorted(tested & _names_in(statement))
+            quote = _quoted(cell, statement)
+            if named:
+                return (f"{cell.where} line {line} binds {named[0]} with {quote} ({refused}): the grader only "
+                        f"credits a {named[0]} made by a plain def or assignment in its answer cell")
+            return (f"{cell.where} line {line} uses {refused} ({quote}), outside the plain Python the grader "
+                    "can check: no exercise checked below it gets credit; take it out of your notebook")
+    return None
+
+
+def _names_in(statement) -> set[str]:
+    """Every identifier a statement mentions: names, attributes, keywords and identifier strings."""
+    found = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.keyword) and node.arg:
+            found.add(node.arg)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            found.add(node.value)
+    return found
+
+
+# -- rule 1: how a tested name is made ---------------------------------------------------------------------
+
+
+def tested_names(test_source: str, trusted: set[str]) -> set[str]:
+    """The names test cell ``test_source`` takes from the submission: the global names it reads (its
+    functions' included) that neither it binds nor the trusted kernel holds (``trusted``) nor builtins."""
+    try:
+        table = symtable.symtable(test_source, "test cell", "exec")
+    except SyntaxError:
+        return set()
+    bound = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+    read = set()
+
+    def visit(scope, top):
+        for symbol in scope.get_symbols():
+            if symbol.is_referenced() and (symbol.is_global() if not top else True):
+                read.add(symbol.get_name())
+        for child in scope.get_children():
+            visit(child, False)
+    visit(table, True)
+    return read - bound - trusted - set(dir(builtins)) - {"get_ipython", "display"}
+
+
+def _targets(target):
+    """The names an assignment target binds, and whether it is one plain name."""
+    if isinstance(target, ast.Name):
+        yield target.id, target
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _targets(element)
+    elif isinstance(target, ast.Starred):
+        yield from _targets(target.value)
+
+
+def _is_plain(statement, name: str) -> bool:
+    """A plain making of ``name``: an undecorated def, or ``name = expr`` / ``name: type = expr``."""
+    if isinstance(statement, ast.FunctionDef):
+        return statement.name == name and not statement.decorator_list
+    if isinstance(statement, ast.Assign):
+        return all(isinstance(t, ast.Name) for t in statement.targets)
+    if isinstance(statement, ast.AnnAssign):
+        return isinstance(statement.target, ast.Name) and statement.simple and statement.value is not None
+    return False
+
+
+def _bindings(statement, top: bool = True):
+    """(name, line, how) for each global name ``statement`` (a top-level statement of a cell) binds or
+    declares global: its own targets, and what any nested code binds at the top level (a ``:=`` outside a
+    function, a ``global`` or ``nonlocal`` declaration in one)."""
+    how = type(statement).__name__
+    words = {"FunctionDef": "a def", "ClassDef": "a class", "Import": "an import", "ImportFrom": "an import",
+             "For": "a for loop", "While": "a while loop", "With": "a with statement", "Try": "a try block",
+             "If": "an if block", "Delete": "del", "AugAssign": "an augmented assignment",
+             "Assign": "an assignment", "AnnAssign": "an annotated assignment", "Match": "a match statement"}
+    described = words.get(how, how)
+    if isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
+        if statement.decorator_list:
+            described = f"a decorated {'def' if isinstance(statement, ast.FunctionDef) else 'class'}"
+        yield statement.name, statement.lineno, described
+        # its body binds its own names; a global declaration in it, or a := in what runs at the def (its
+        # decorators, defaults, annotations, bases), binds the module's
+        yield from _nested_bindings(statement, described)
+        return
+    elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+        for alias in statement.names:
+            yield (alias.asname or alias.name).split(".")[0], statement.lineno, described
+    elif isinstance(statement, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.For)):
+        targets = (statement.targets if isinstance(statement, (ast.Assign, ast.Delete)) else [statement.target])
+        for target in targets:
+            unpacked = not isinstance(target, ast.Name)
+            for name, node in _targets(target):
+                yield name, node.lineno, (f"{described} unpacking into it" if unpacked and described != "del"
+                                          else described)
+    # what nested statements and expressions bind at the top level
+    for child in ast.iter_child_nodes(statement):
+        yield from _nested_bindings(child, described)
+
+
+def _nested_bindings(node, enclosing: str):
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        for name in node.names:
+            yield name, node.lineno, f"a {'global' if isinstance(node, ast.Global) else 'nonlocal'} statement"
+        return
+    if isinstance(node, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+        for inner in ast.walk(node):  # its own names are its own, but a global declaration binds the module's
+            if isinstance(inner, (ast.Global, ast.Nonlocal)):
+                yield from _nested_bindings(inner, enclosing)
+        run_at_definition = [*getattr(node, "decorator_list", []), *getattr(node, "bases", []),
+                             *getattr(node, "keywords", [])]
+        if not isinstance(node, ast.ClassDef):
+            run_at_definition += [*node.args.defaults, *node.args.kw_defaults]
+        for part in run_at_definition:
+            for inner in ast.walk(part) if part is not None else ():
+                if isinstance(inner, ast.NamedExpr) and isinstance(inner.target, ast.Name):
+                    yield inner.target.id, inner.lineno, "a := expression"
+        return
+    if isinstance(node, ast.stmt):  # inside an if, for, while, try or with block of the top level
+        for name, line, how in _bindings(node, top=False):
+            yield name, line, f"{how} inside {enclosing}" if not how.endswith(f"inside {enclosing}") else how
+        return
+    if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+        yield node.target.id, node.lineno, "a := expression"
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        for name, target in _targets(node.optional_vars):
+            yield name, target.lineno, "a with ... as target"
+    elif isinstance(node, ast.ExceptHandler) and node.name:
+        yield node.name, node.lineno, "an except ... as target"
+    elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        yield node.name, node.lineno, "a match capture"
+    elif isinstance(node, ast.MatchMapping) and node.rest:
+        yield node.rest, node.lineno, "a match capture"
+    elif isinstance(node, ast.comprehension):
+        # a comprehension's own target is its own; a := inside it binds the top level
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.NamedExpr) and isinstance(inner.target, ast.Name):
+                yield inner.target.id, inner.lineno, "a := expression"
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _nested_bindings(child, enclosing)
+
+
+def _plain_makings(cell: Cell, tested: set[str]) -> set[str]:
+    """The names of ``tested`` that ``cell`` makes plainly at its top level."""
+    tree, _ = _parsed(cell)
+    if tree is None:
+        return set()
+    return {name for statement in tree.body for name, line, how in _bindings(statement)
+            if name in tested and line == statement.lineno and _is_plain(statement, name)
+            and how in ("a def", "an assignment", "an annotated assignment")}
+
+
+def outside_making(cell: Cell, tested: set[str], exercise: str | None, remade_below: set[str] = frozenset()) -> str | None:
+    """The first binding in ``cell`` of a name of ``tested`` that is not a plain making of it at the top
+    level of an answer cell of ``exercise``, as the reason says it, or None. A plain making in another
+    cell is let through for the names of ``remade_below``, which an answer cell below it makes again
+    (an earlier attempt left in the notebook: the answer cell's making replaces it)."""
+    tree, _ = _parsed(cell)
+    if tree is None or not tested:
+        return None
+    for statement in tree.body:
+        for name, line, how in _bindings(statement):
+            if name not in tested:
+                continue
+            plain = line == statement.lineno and _is_plain(statement, name) and \
+                how in ("a def", "an assignment", "an annotated assignment")
+            if plain and exercise is not None and (cell.exercise == exercise or name in remade_below):
+                continue
+            if how == "an import":  # the library's own answer, most often: the words of the check it skips
+                return (f"{cell.where} line {line} imports {name}, which gets no credit: implement this yourself, "
+                        f"with a plain def of {name} in its answer cell")
+            where = "" if cell.exercise == exercise else " outside its answer cell"
+            return (f"{cell.where} line {line} binds {name} with {how}{where}: the grader only credits a {name} "
+                    f"made by a plain def or assignment ({name} = ...) at the top level of its answer cell")
+    return None
+
+
+def outside_the_rule(cells: list[Cell], test_source: str, exercise: str | None, trusted: set[str]) -> str | None:
+    """Why the test cell ``test_source`` of ``exercise`` gets no credit under the code rule, or None: the
+    first cell of ``cells`` (the submitted code cells above it, in order) holding a construct outside the
+    allowlist or a binding of a tested name that is not a plain one in its answer cell."""
+    tested = tested_names(test_source, trusted)
+    remade_below: set[str] = set()  # for each cell, from the last: the names an answer cell below it makes plainly
+    remade_after = []
+    for cell in reversed(cells):
+        remade_after.append(set(remade_below))
+        if cell.exercise == exercise and exercise is not None:
+            remade_below |= _plain_makings(cell, tested)
+    for cell, remade in zip(cells, reversed(remade_after)):
+        reason = outside_construct(cell, tested) or outside_making(cell, tested, exercise, remade)
+        if reason:
+            return reason
+    return None
