@@ -102,4 +102,9 @@ def kl_demo_policy(x: float) -> np.ndarray:
         raise ValueError(f"x must be between {low} and {high} (the slider's range), got {x!r}")
     if x == 1.0:
         return np.full(KL_DEMO_TOKENS, 1.0 / KL_DEMO_TOKENS)
-    return power_distribution(KL_DEMO_REF_PROBS, 1.0 / (1.0 - x))
+    return kl_demo_policy_for(KL_DEMO_REF_PROBS, x)
+
+
+def kl_demo_policy_for(ref_probs, x: float) -> np.ndarray:
+    """pi_theta ∝ pi_ref ** (1 - x) for any reference (the KL demo's slider, x in [-1, 1))."""
+    return power_distribution(np.asarray(ref_probs, dtype=float), 1.0 / (1.0 - x))

@@ -1,23 +1,36 @@
-"""What the grading kernel sees of the student library: lmpolicy without the answers to the graded exercises.
+"""What the grading kernel sees of the student library: exactly what the notebook's own cells use, with
+nothing that computes one of its graded exercises.
 
-The sandbox shows the kernel a generated copy of ``lmpolicy`` (its own folder, mounted over the real one)
-in which every library function that solves an exercise of the notebook being graded outright raises
-``LibraryShortcutUsed`` ("not available while grading: write it yourself"), its signature and docstring
-kept. The real body is in no file the kernel can read, so neither a computed name, nor a copy of its code
-object, nor ``inspect.getsource`` and ``exec``, nor a read of the file by its path can reach it.
+The sandbox shows the kernel a generated copy of ``lmpolicy`` (its own folder, mounted over the real one).
+For each notebook the copy holds an allowlist derived from the notebook itself (``needed_modules``):
 
-``UNAVAILABLE`` is the one list: per notebook, per exercise key, the functions that answer it. The
-notebooks' own cells (set-up, demos, reference answers) need none of them in the grading kernel: a demo
-that would computes without it, or is skipped there with a line saying so; and ``lmpolicy.variants``,
-which draws the student's own numbers with the exact solvers, takes them drawn by the grader there
-(``students.kernel_environments``). The no-credit rule read from the source (``trusted_tests.no_credit``)
-is a second line.
+* the ``lmpolicy`` modules that the cells a student is given import (every code cell that is not a test,
+  an answer cell's reference solution left out: the imports a reference relies on are in the cells given
+  to students), plus ``lmpolicy.checks``, which the grading kernel's channel imports before any cell runs;
+* and, transitively, the modules those import at module level (what importing them needs). The
+  granularity is the module: a module's module-level imports are what it needs to exist, while an import
+  inside a function is an optional part, which in the view says it is not there if a cell ever reaches it.
+  (A function-level call graph would keep less, but the library's classes, dataclass defaults and demo
+  registries reach functions by means a static call graph misses; the module is the unit a notebook's
+  ``import`` names.)
 
-Views are built once per library source (its hash) and notebook, in a cache folder of this user, and
-hard-linked into each sandbox's private folder (``install``): a kernel started before its notebook is
-known shows the strictest view (every exercise's functions gone) until ``install`` puts its notebook's
-view in place, before any cell runs (only ``lmpolicy.checks`` and what it imports are loaded by then,
-and they are the same in every view).
+Every other module of the library is absent: its file in the view is one line that raises ImportError
+"<module> is not available while grading: <why>". Within the modules kept, every library function that
+``lmpolicy.forbidden`` declares as a shortcut of one of the notebook's exercises has its body replaced by a
+raise of ``LibraryShortcutUsed`` ("not available while grading: ... asks you to write it yourself"), its
+signature and docstring kept; and a module that ``lmpolicy.forbidden`` declares whole (the per-student
+answer key, ``lmpolicy.variant_answers``) is in no view, whatever imports it: the grading kernel takes the
+student's parameters from the grader (``students.kernel_environments``). The real bodies are in no file
+the kernel can read, so neither a computed name, nor a copy of a code object, nor ``inspect.getsource``
+and ``exec``, nor a read of a file by its path can reach them. ``tests/lmpolicy_grader/isolation/
+test_no_oracle.py`` calls every function each view holds on every exercise's hidden-test inputs and finds
+none that answers.
+
+Views are built once per library source, course notebooks and this module (their hash) and notebook, in a
+cache folder of this user, and hard-linked into each sandbox's private folder (``install``): a kernel
+started before its notebook is known shows the strictest view (``lmpolicy.checks`` and what it imports,
+nothing else) until ``install`` puts its notebook's view in place, before any cell runs (only
+``lmpolicy.checks`` and what it imports are loaded by then, and they are the same in every view).
 """
 from __future__ import annotations
 
@@ -32,53 +45,16 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from lmpolicy import catalogue, forbidden
 from lmpolicy.catalogue import label
 
-GENERATE = "lmpolicy.tinylm.generate"
-LOGPROBS = "lmpolicy.tinylm.logprobs"
-REINFORCE = "lmpolicy.tinylm.reinforce"
-TEMPERATURE = "lmpolicy.exact.temperature"
-TILTING = "lmpolicy.exact.tilting"
-KL = "lmpolicy.exact.kl"
-
-# notebook -> exercise key -> the library functions ("module:qualname") that answer that exercise outright.
-UNAVAILABLE: dict[str, dict[str, tuple[str, ...]]] = {
-    "01_policy_softmax": {
-        "nb01_softmax": (f"{TEMPERATURE}:softmax", f"{TEMPERATURE}:log_softmax"),
-        "ex11_1a": (f"{LOGPROBS}:sequence_logprob", f"{LOGPROBS}:response_logprobs"),
-    },
-    "02_temperature": {
-        "task2": (f"{GENERATE}:sample_next_token", f"{GENERATE}:generate"),
-        "nb02_top_k": (f"{GENERATE}:sample_next_token", f"{GENERATE}:generate"),
-        "nb02_top_p": (f"{GENERATE}:sample_next_token", f"{GENERATE}:generate"),
-    },
-    "04_two_mdp_views": {
-        "ex11_3a": (f"{TILTING}:expected_reward",),
-        "ex11_3b": (f"{TILTING}:expected_reward",),
-        "ex11_3c": (f"{KL}:kl", f"{KL}:sequence_kl", f"{KL}:chain_rule_kl"),
-    },
-    "05_tilted_optimum": {
-        "task4": (f"{TILTING}:tilted_optimum", f"{TILTING}:kl_objective", f"{TILTING}:frontier",
-                  f"{TEMPERATURE}:power_distribution"),
-        "task5": (f"{TILTING}:soft_values", f"{TILTING}:token_level_optimum"),
-    },
-    "06_kl_estimators": {
-        "task3": (f"{KL}:kl_estimates",),
-        "ex11_6c": (f"{KL}:kl_estimates",),
-    },
-    "07_logprob_plumbing": {
-        "task1a": (f"{LOGPROBS}:response_logprobs",),
-        "task1b": (f"{LOGPROBS}:sequence_logprob",),
-    },
-    "08_tinylm_reinforce": {
-        "nb08_baseline": (f"{REINFORCE}:leave_one_out_baseline",),
-        "nb08_kl_reward": (f"{REINFORCE}:kl_penalized_rewards",),
-        "nb08_pg_loss": (f"{REINFORCE}:policy_gradient_loss",),
-    },
-}
-
-STRICTEST = "_strictest"  # the view of a kernel whose notebook is not known yet: every exercise's functions gone
+STRICTEST = "_strictest"  # the view of a kernel whose notebook is not known yet: lmpolicy.checks and its imports
+ALWAYS = ("lmpolicy", "lmpolicy.checks")  # what the grading kernel's own channel imports (call_server)
 MESSAGE = "{name} is not available while grading: {exercises} {asks} you to write it yourself"
+ABSENT = "{name} is not available while grading: {why}"
+WHY_ANSWER_KEY = "it is the answer key of {exercises}, which stays with the grader"
+WHY_UNUSED = "the grading kernel holds only the library modules that {notebook}'s own cells use"
+WHY_UNKNOWN = "the grading kernel of a notebook that is not one of the course's holds only lmpolicy.checks"
 
 
 def library_folder() -> Path:
@@ -87,29 +63,118 @@ def library_folder() -> Path:
     return Path(lmpolicy.__file__).resolve().parent
 
 
-def unavailable(notebook: str | None) -> dict[str, list[str]]:
-    """``module:qualname`` -> the exercise keys it answers, of the functions ``notebook``'s view lacks
-    (None, a notebook not known yet: every notebook's; a notebook not in the table: none)."""
-    chosen = UNAVAILABLE if notebook is None else {notebook: UNAVAILABLE.get(notebook, {})}
-    found: dict[str, list[str]] = {}
-    for exercises in chosen.values():
-        for key, functions in exercises.items():
-            for function in functions:
-                found.setdefault(function, []).append(key)
-    return found
-
-
 def _files(folder: Path) -> list[Path]:
     return sorted(path for path in folder.rglob("*")
                   if path.is_file() and "__pycache__" not in path.relative_to(folder).parts)
 
 
+def _module_name(folder: Path, path: Path) -> str:
+    return ".".join(("lmpolicy", *path.relative_to(folder).with_suffix("").parts)).removesuffix(".__init__")
+
+
+def _modules(folder: Path) -> dict[str, Path]:
+    """Every module of the library in ``folder``, by dotted name."""
+    return {_module_name(folder, path): path for path in _files(folder) if path.suffix == ".py"}
+
+
+# --- what a notebook uses -------------------------------------------------------------------------
+
+SOLUTION_REGION = re.compile(r"^[ \t]*### BEGIN SOLUTION.*?^[ \t]*### END SOLUTION[^\n]*$", re.M | re.S)
+
+
+def given_sources(notebook_json: dict) -> list[str]:
+    """The code a student is given of a notebook, as the grading kernel runs it: every code cell but the
+    tests (they run in the trusted kernel), each answer cell without its reference solution."""
+    sources = []
+    for cell in notebook_json["cells"]:
+        grader = cell.get("metadata", {}).get("nbgrader", {})
+        if cell["cell_type"] != "code" or (grader.get("grade") and not grader.get("solution")):
+            continue
+        text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        sources.append(SOLUTION_REGION.sub("", text))
+    return sources
+
+
+def _imports(tree: ast.AST, module_level_only: bool) -> set[str]:
+    """The lmpolicy modules (and ``from`` names that may be modules) an AST imports: at module level only
+    (not inside a function or lambda), or everywhere."""
+    found: set[str] = set()
+
+    def visit(node):
+        for child in ast.iter_child_nodes(node):
+            if module_level_only and isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(child, ast.Import):
+                found.update(alias.name for alias in child.names if alias.name.split(".")[0] == "lmpolicy")
+            elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module \
+                    and child.module.split(".")[0] == "lmpolicy":
+                found.add(child.module)
+                found.update(f"{child.module}.{alias.name}" for alias in child.names)
+            visit(child)
+    visit(tree)
+    return found
+
+
+def _parse_cell(source: str) -> ast.AST:
+    """A cell's code, its IPython magics and shell lines left out."""
+    lines = ["" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()]
+    return ast.parse("\n".join(lines))
+
+
+def _with_packages(names: set[str], modules: dict[str, Path]) -> set[str]:
+    """``names`` that are modules of the library, each with the packages that hold it."""
+    found = set()
+    for name in names:
+        if name not in modules:
+            continue
+        parts = name.split(".")
+        found.update(".".join(parts[:cut]) for cut in range(1, len(parts) + 1))
+    return found
+
+
+def needed_modules(folder: Path, notebook: str | None) -> set[str]:
+    """The modules of ``notebook``'s view: what its given cells import (and ``ALWAYS``), closed over the
+    module-level imports of the library, without a module declared whole in ``lmpolicy.forbidden``."""
+    modules = _modules(folder)
+    wanted = set(ALWAYS)
+    path = None if notebook is None else catalogue.source_folder() / f"{notebook}.ipynb"
+    if path is not None and path.is_file():
+        for source in given_sources(catalogue.read_notebook(path)):
+            wanted |= _imports(_parse_cell(source), module_level_only=False)
+    excluded = set(forbidden.library_modules())
+    todo, kept = sorted(_with_packages(wanted, modules) - excluded), set()
+    while todo:
+        name = todo.pop()
+        if name in kept:
+            continue
+        kept.add(name)
+        tree = ast.parse(modules[name].read_text(), str(modules[name]))
+        todo.extend(sorted(_with_packages(_imports(tree, module_level_only=True), modules) - excluded - kept))
+    return kept
+
+
+def notebook_exercises(notebook: str | None) -> list[str]:
+    """The exercise keys of ``notebook`` (None, or not one of the course's notebooks: none)."""
+    path = None if notebook is None else catalogue.source_folder() / f"{notebook}.ipynb"
+    if path is None or not path.is_file():
+        return []
+    return [exercise.key for exercise in catalogue.notebook_exercises(notebook, catalogue.read_notebook(path))]
+
+
+def unavailable(notebook: str | None) -> dict[str, list[str]]:
+    """``module:qualname`` -> the exercise keys it answers, of the declared functions of ``notebook``'s
+    exercises (they are blanked where their module is kept, absent with it otherwise)."""
+    return forbidden.library_functions(notebook_exercises(notebook))
+
+
 def source_hash(folder: Path | None = None) -> str:
-    """What a view is made from: every file of the library, this module and the tables above."""
+    """What a view is made from: every file of the library, the course's source notebooks and this module."""
     folder = folder or library_folder()
     digest = hashlib.sha256(Path(__file__).read_bytes())
     for path in _files(folder):
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(catalogue.source_folder().glob("*.ipynb")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 
@@ -133,28 +198,48 @@ def _blank(source: str, module: str, functions: dict[str, list[str]], filename: 
                 node.body = docstring + raising
     visit(tree.body, "")
     if left:
-        raise ValueError(f"library_view: {module} has no function {sorted(left)} (UNAVAILABLE names it)")
+        raise ValueError(f"library_view: {module} has no function {sorted(left)} (lmpolicy.forbidden names it)")
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+def _absent(module: str, notebook: str | None) -> str:
+    """The file of a module the view lacks: importing it says so, and why."""
+    answers = forbidden.library_modules().get(module)
+    if answers:
+        why = WHY_ANSWER_KEY.format(exercises=", ".join(dict.fromkeys(label(k) for k in answers)))
+    elif notebook is not None and notebook_exercises(notebook):
+        why = WHY_UNUSED.format(notebook=notebook)
+    else:
+        why = WHY_UNKNOWN
+    message = ABSENT.format(name=module, why=why)
+    return f'"""Not in this grading kernel."""\nraise ImportError({message!r}, name={module!r})\n'
 
 
 def build(folder: Path, notebook: str | None, into: Path) -> Path:
     """Write the view of ``notebook`` of the library in ``folder`` as ``into``/lmpolicy; returns it."""
+    kept = needed_modules(folder, notebook)
     by_module: dict[str, dict[str, list[str]]] = {}
     for function, keys in unavailable(notebook).items():
         module, qualname = function.split(":")
         by_module.setdefault(module, {})[qualname] = keys
+    modules = _modules(folder)
+    for module in by_module:
+        if module not in modules:
+            raise ValueError(f"library_view: no module {module} in {folder} (lmpolicy.forbidden names it)")
     view = into / "lmpolicy"
     for path in _files(folder):
-        relative = path.relative_to(folder)
-        target = view / relative
+        target = view / path.relative_to(folder)
         target.parent.mkdir(parents=True, exist_ok=True)
-        module = ".".join(("lmpolicy", *relative.with_suffix("").parts)).removesuffix(".__init__")
-        if path.suffix == ".py" and module in by_module:
-            target.write_text(_blank(path.read_text(), module, by_module.pop(module), str(path)))
+        if path.suffix != ".py":
+            shutil.copy2(path, target)  # data (the checkpoint): no code
+            continue
+        module = _module_name(folder, path)
+        if module not in kept:
+            target.write_text(_absent(module, notebook))
+        elif module in by_module:
+            target.write_text(_blank(path.read_text(), module, by_module[module], str(path)))
         else:
             shutil.copy2(path, target)
-    if by_module:
-        raise ValueError(f"library_view: no module {sorted(by_module)} in {folder} (UNAVAILABLE names it)")
     compileall.compile_dir(str(view), quiet=1, workers=1)  # the view's own bytecode: imports as fast as the real one
     for path in [view, *view.rglob("*")]:  # readable by the kernel's uid
         path.chmod(0o755 if path.is_dir() else 0o644)

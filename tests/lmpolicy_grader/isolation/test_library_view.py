@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from lmpolicy import catalogue
+from lmpolicy import catalogue, forbidden
 from lmpolicy_grader.isolation import library_view, sandbox
 
 from ..grading_kernel import run_in_kernel, started
 
+ALL_NOTEBOOKS = sorted(path.stem for path in catalogue.source_folder().glob("*.ipynb"))
 needs_sandbox = pytest.mark.skipif(sandbox.sandbox_problem() is not None and not os.environ.get("LMPOLICY_REQUIRE_SANDBOX"),
                                    reason=f"no sandbox here: {sandbox.sandbox_problem()}")
 
@@ -42,26 +43,76 @@ def _body_lines(function: str) -> list[str]:
     return [line.strip() for line in lines if len(line.strip()) >= 12]
 
 
-def test_the_table_names_each_notebooks_own_exercises_and_real_library_functions(repo_root):
-    for notebook, exercises in library_view.UNAVAILABLE.items():
-        path = repo_root / "source" / "ch11" / f"{notebook}.ipynb"
-        keys = {e.key for e in catalogue.notebook_exercises(notebook, catalogue.read_notebook(path))}
-        assert set(exercises) <= keys, (notebook, set(exercises) - keys)
-        for functions in exercises.values():
-            for function in functions:
-                assert callable(_resolve(function)), function
+def test_every_declared_shortcut_is_an_exercise_of_a_notebook_and_a_real_library_function():
+    keys = {e.key for path in catalogue.source_folder().glob("*.ipynb")
+            for e in catalogue.notebook_exercises(path.stem, catalogue.read_notebook(path))}
+    assert set(forbidden.FORBIDDEN) <= keys, set(forbidden.FORBIDDEN) - keys
+    for key in forbidden.FORBIDDEN:
+        assert all(callable(fn) for fn in forbidden.callables(key)), key
+
+
+def test_each_notebooks_view_holds_exactly_the_modules_its_given_cells_import_and_theirs():
+    folder = library_view.library_folder()
+    checks_only = {"lmpolicy", "lmpolicy.arithmetic", "lmpolicy.checks", "lmpolicy.progress", "lmpolicy.catalogue",
+                   "lmpolicy.verdict_lines"}
+    assert library_view.needed_modules(folder, None) == checks_only
+    assert library_view.needed_modules(folder, "not_a_course_notebook") == checks_only
+    nb01 = library_view.needed_modules(folder, "01_policy_softmax")
+    assert {"lmpolicy.tinylm.model", "lmpolicy.tinylm.tokenizer", "lmpolicy.variants"} <= nb01
+    assert "lmpolicy.tinylm.generate" not in nb01  # the sampler, which computes a softmax on its way
+    for notebook in ALL_NOTEBOOKS:
+        kept = library_view.needed_modules(folder, notebook)
+        assert "lmpolicy.variant_answers" not in kept and "lmpolicy.tinylm.kl_placement" not in kept, notebook
+    assert "lmpolicy.tinylm.logprobs" not in library_view.needed_modules(folder, "07_logprob_plumbing")
+
+
+def test_a_module_the_view_lacks_raises_an_import_error_saying_why(tmp_path):
+    view = library_view.build(library_view.library_folder(), "01_policy_softmax", tmp_path)
+    probe = textwrap.dedent("""
+        import json
+        out = {}
+        for name in ("lmpolicy.tinylm.generate", "lmpolicy.tinylm.kl_placement", "lmpolicy.variant_answers"):
+            try:
+                __import__(name)
+                out[name] = "imported"
+            except ImportError as error:
+                out[name] = str(error)
+        from lmpolicy import variants
+        try:
+            variants.answer("ex11_1a")
+            out["answer"] = "answered"
+        except ImportError as error:
+            out["answer"] = str(error)
+        out["token_probs"] = list(variants.for_exercise("ex11_1a").token_probs)
+        print(json.dumps(out))
+    """)
+    from lmpolicy import variant_answers
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "LMPOLICY_STUDENT_ID": "alice",
+           "LMPOLICY_VARIANT_PARAMS": variant_answers.drawn_for("alice")}
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
+    import json
+    out = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert view == tmp_path / "lmpolicy"
+    assert out["lmpolicy.tinylm.generate"] == ("lmpolicy.tinylm.generate is not available while grading: the grading "
+                                               "kernel holds only the library modules that 01_policy_softmax's own "
+                                               "cells use")
+    assert out["lmpolicy.variant_answers"].startswith("lmpolicy.variant_answers is not available while grading: it is "
+                                                      "the answer key of Exercise 11.1(a)")
+    assert out["answer"] == out["lmpolicy.variant_answers"]
+    from lmpolicy import variants
+    assert out["token_probs"] == list(variants.for_exercise("ex11_1a", "alice").token_probs)
 
 
 def test_a_blanked_function_keeps_its_signature_and_docstring_and_says_what_to_do(tmp_path):
-    view = library_view.build(library_view.library_folder(), "07_logprob_plumbing", tmp_path)
-    assert view == tmp_path / "lmpolicy"
+    view = library_view.build(library_view.library_folder(), "08_tinylm_reinforce", tmp_path)
     probe = textwrap.dedent("""
         import inspect, json
-        from lmpolicy.tinylm import logprobs
+        from lmpolicy.tinylm import reinforce
         from lmpolicy import checks
-        out = {"doc": logprobs.response_logprobs.__doc__, "signature": str(inspect.signature(logprobs.sequence_logprob))}
+        out = {"doc": reinforce.policy_gradient_loss.__doc__,
+               "signature": str(inspect.signature(reinforce.kl_penalized_rewards))}
         try:
-            logprobs.response_logprobs(None, None, 1)
+            reinforce.policy_gradient_loss(None, None, None)
         except checks.LibraryShortcutUsed as error:
             out["raised"] = str(error)
         print(json.dumps(out))
@@ -69,18 +120,18 @@ def test_a_blanked_function_keeps_its_signature_and_docstring_and_says_what_to_d
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path,
                          env={**os.environ, "PYTHONPATH": str(tmp_path)}, check=True)
     import json
-    from lmpolicy.tinylm import logprobs
+    from lmpolicy.tinylm import reinforce
     out = json.loads(ran.stdout.strip().splitlines()[-1])
-    assert out["doc"] == logprobs.response_logprobs.__doc__
-    assert out["signature"] == str(inspect.signature(logprobs.sequence_logprob))
-    assert out["raised"] == ("lmpolicy.tinylm.logprobs.response_logprobs is not available while grading: "
-                             "Lab Task 1a asks you to write it yourself")
+    assert out["doc"] == reinforce.policy_gradient_loss.__doc__
+    assert out["signature"] == str(inspect.signature(reinforce.kl_penalized_rewards))
+    assert out["raised"] == (f"lmpolicy.tinylm.reinforce.policy_gradient_loss is not available while grading: "
+                             f"{catalogue.label('nb08_pg_loss')} asks you to write it yourself")
     # the notebook's other library functions are whole
     generate = (view / "tinylm" / "generate.py").read_text()
     assert generate == (library_view.library_folder() / "tinylm" / "generate.py").read_text()
 
 
-def test_each_notebooks_view_lacks_every_function_that_answers_one_of_its_exercises():
+def test_each_notebooks_view_blanks_every_declared_function_that_answers_one_of_its_exercises():
     softmaxes = {"lmpolicy.exact.temperature:softmax", "lmpolicy.exact.temperature:log_softmax"}
     logprobs = {"lmpolicy.tinylm.logprobs:sequence_logprob", "lmpolicy.tinylm.logprobs:response_logprobs"}
     assert set(library_view.unavailable("01_policy_softmax")) == softmaxes | logprobs
@@ -91,10 +142,9 @@ def test_each_notebooks_view_lacks_every_function_that_answers_one_of_its_exerci
         "lmpolicy.exact.tilting:tilted_optimum", "lmpolicy.exact.tilting:kl_objective",
         "lmpolicy.exact.tilting:frontier", "lmpolicy.exact.temperature:power_distribution",
         "lmpolicy.exact.tilting:soft_values", "lmpolicy.exact.tilting:token_level_optimum"}
-    assert set(library_view.unavailable("06_kl_estimators")) == {"lmpolicy.exact.kl:kl_estimates"}
-    strictest = library_view.unavailable(None)
-    assert "lmpolicy.exact.kl:kl_estimates" in strictest and "lmpolicy.exact.tilting:tilted_optimum" in strictest
-    assert library_view.unavailable("03_three_stages") == {}
+    assert set(library_view.unavailable("06_kl_estimators")) == {"lmpolicy.exact.kl:kl_estimates",
+                                                                 "lmpolicy.tinylm.kl_placement:kl_estimate"}
+    assert library_view.unavailable(None) == {} and library_view.unavailable("03_three_stages") == {}
 
 
 def test_a_view_is_built_once_per_library_source_and_notebook():
@@ -116,27 +166,27 @@ def test_installing_a_view_over_another_changes_only_the_files_that_differ(tmp_p
     checks_inode = (target / "checks.py").stat().st_ino
     library_view.install(notebook, target)
     assert (target / "checks.py").stat().st_ino == checks_inode  # imported before the notebook came: untouched
-    assert os.path.samefile(target / "tinylm" / "logprobs.py", notebook / "tinylm" / "logprobs.py")
-    assert "log_softmax" in (target / "tinylm" / "logprobs.py").read_text()  # not an exercise of 02
-    assert "not available while grading" in (target / "tinylm" / "generate.py").read_text()
+    assert os.path.samefile(target / "exact" / "temperature.py", notebook / "exact" / "temperature.py")
+    assert "def softmax" in (target / "exact" / "temperature.py").read_text()  # 02 uses it; not an exercise of 02
+    assert "raise ImportError" in (target / "tinylm" / "generate.py").read_text()  # 02's cells do not use it
 
 
 @needs_sandbox
 @started
 def test_in_the_sandbox_no_way_reaches_a_blanked_functions_real_body(tmp_path, spare):
-    """Notebook 07's kernel: response_logprobs and sequence_logprob (Lab Tasks 1a and 1b)."""
-    blanked = ["lmpolicy.tinylm.logprobs:response_logprobs", "lmpolicy.tinylm.logprobs:sequence_logprob"]
+    """Notebook 08's kernel: policy_gradient_loss and kl_penalized_rewards (its Exercises 08.pg-loss, 08.kl-reward)."""
+    blanked = ["lmpolicy.tinylm.reinforce:policy_gradient_loss", "lmpolicy.tinylm.reinforce:kl_penalized_rewards"]
     markers = sorted({line for function in blanked for line in _body_lines(function)})
     assert markers, "no body lines to look for"
     folder = tmp_path / "notebook"
     folder.mkdir()
-    library_view.grading("07_logprob_plumbing")
+    library_view.grading("08_tinylm_reinforce")
     try:
         seen = run_in_kernel(folder, f"""
             import glob, importlib.util, inspect, json, marshal, os, subprocess, sys, tempfile, types
             import torch
             from lmpolicy import checks
-            from lmpolicy.tinylm import logprobs
+            from lmpolicy.tinylm import reinforce as logprobs
             out = {{}}
             def attempt(name, make):
                 try:
@@ -145,25 +195,25 @@ def test_in_the_sandbox_no_way_reaches_a_blanked_functions_real_body(tmp_path, s
                 except checks.LibraryShortcutUsed as error:
                     out[name] = "LibraryShortcutUsed: " + str(error)
             logits, ids = torch.zeros(1, 6, 15), torch.zeros(1, 6, dtype=torch.long)
-            attempt("call", lambda: logprobs.response_logprobs(logits, ids, 2))
-            copy = types.FunctionType(getattr(logprobs, "response_" + "logprobs").__code__, logprobs.__dict__)
+            attempt("call", lambda: logprobs.policy_gradient_loss(logits, ids, 2))
+            copy = types.FunctionType(getattr(logprobs, "policy_gradient_" + "loss").__code__, logprobs.__dict__)
             attempt("code copy", lambda: copy(logits, ids, 2))
             namespace = {{}}
             exec(inspect.getsource(logprobs), namespace)
-            attempt("exec of getsource", lambda: namespace["response_logprobs"](logits, ids, 2))
+            attempt("exec of getsource", lambda: namespace["policy_gradient_loss"](logits, ids, 2))
             namespace = {{}}
             exec(open(logprobs.__file__).read(), namespace)
-            attempt("exec of the file", lambda: namespace["sequence_logprob"](torch.zeros(1, 3), torch.ones(1, 3)))
+            attempt("exec of the file", lambda: namespace["kl_penalized_rewards"](torch.zeros(1), torch.zeros(1, 3), torch.zeros(1, 3), torch.ones(1, 3), 0.1))
             with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
                 f.write({chr(10).join(markers) + chr(10)!r})
             folders = sorted({{p for p in sys.path if os.path.isdir(p) and p not in ("", ".", os.getcwd())}}
                              | {{"/etc", "/tmp", os.getcwd()}})
             found = subprocess.run(["grep", "-rIlF", "-f", f.name, *folders], capture_output=True, text=True).stdout
             out["files holding a body line"] = sorted(set(found.split()) - {{f.name}})
-            # the view's own bytecode holds the view's code: no log_softmax in response_logprobs
+            # the view's own bytecode holds the view's code: no sequence_logprob in policy_gradient_loss
             pyc = importlib.util.cache_from_source(logprobs.__file__)
             code = marshal.loads(open(pyc, "rb").read()[16:])
-            function = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == "response_logprobs")
+            function = next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == "policy_gradient_loss")
             out["names in its bytecode"] = sorted(function.co_names)
             # what the notebook needs: TinyLM from its checkpoint, sampling, the tokenizer
             from lmpolicy.tinylm.generate import generate
@@ -176,11 +226,11 @@ def test_in_the_sandbox_no_way_reaches_a_blanked_functions_real_body(tmp_path, s
         """, spare=spare)
     finally:
         library_view.grading(None)
-    says = "not available while grading: Lab Task 1"
+    says = "not available while grading: Exercise 08."
     for attempt in ("call", "code copy", "exec of getsource", "exec of the file"):
         assert seen[attempt].startswith("LibraryShortcutUsed") and says in seen[attempt], (attempt, seen[attempt])
     assert seen["files holding a body line"] == []
-    assert "log_softmax" not in seen["names in its bytecode"] and "LibraryShortcutUsed" in seen["names in its bytecode"]
+    assert "sequence_logprob" not in seen["names in its bytecode"] and "LibraryShortcutUsed" in seen["names in its bytecode"]
     assert seen["generated"] == [1, 4]
 
 
@@ -219,7 +269,11 @@ def computed_name_calls(tmp_path_factory):
                     import importlib, json
                     import numpy as np
                     from lmpolicy import checks
-                    from lmpolicy.exact import scenarios, tilting
+                    from lmpolicy.exact import scenarios
+                    try:  # not in every view: only where the notebook's cells use it
+                        from lmpolicy.exact import tilting
+                    except ImportError:
+                        tilting = None
                     worked = scenarios.get_scenario("worked")
                     toy, rewards = worked.model, worked.rewards
                     out = {{}}
@@ -252,7 +306,7 @@ def test_in_the_sandbox_a_formerly_given_function_is_not_there_by_any_name(compu
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("notebook", sorted({notebook for notebook, _, _ in FORMERLY_GIVEN}))
+@pytest.mark.parametrize("notebook", ALL_NOTEBOOKS)
 def test_what_the_grading_kernel_runs_of_a_notebook_runs_in_its_view(notebook, tmp_path):
     """Every cell but the tests (they run in the trusted kernel), as the grader runs them for a student with
     their own numbers, against the notebook's view: no set-up cell, demo or reference answer needs a
@@ -272,7 +326,7 @@ def test_what_the_grading_kernel_runs_of_a_notebook_runs_in_its_view(notebook, t
     from lmpolicy_grader.students import kernel_environments
 
     env = kernel_env(grader=True, progress_file=tmp_path / "progress.json") | {"PYTHONPATH": str(view.parent)}
-    told, _ = kernel_environments(Config(), tmp_path, "alice")  # what the grader tells the grading kernel
+    told, _ = kernel_environments(Config(), tmp_path, "alice", "0" * 64)  # what the grader tells the grading kernel
     env = {name: value for name, value in (env | told).items() if value is not None}
     assert env["LMPOLICY_STUDENT_ID"] == "alice"
     client(nb).execute(env=env)

@@ -1,0 +1,203 @@
+"""What each graded exercise forbids: the library functions and torch names that compute its quantity.
+
+Declared once, here, and read by everything that enforces it:
+
+* the checks of an exercise wrap the student's call in ``shortcuts(key)`` (the library functions and
+  torch's public ones are blocked in the process that runs the check: the student's own, for the visible
+  checks; the trusted kernel, for the hidden tests);
+* the trusted no-credit rule (``lmpolicy_grader.trusted_tests.channel``) reads ``active_names()``, the
+  names and name patterns of the exercises whose ``shortcuts`` is active, and refuses credit to a
+  submission whose source reaches one of them (``torch._softmax`` and ``torch.ops.aten._softmax`` by the
+  pattern);
+* the grader's view of the library (``lmpolicy_grader.isolation.library_view``) leaves every declared
+  library function of a notebook's exercises out of that notebook's grading kernel, and every declared
+  module (the per-student answer key) out of every grading kernel.
+
+It lives in the student library because the visible checks, which run on the student's machine, read it;
+it names shortcuts and holds no answer.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import re
+from dataclasses import dataclass
+
+TEMPERATURE = "lmpolicy.exact.temperature"
+TILTING = "lmpolicy.exact.tilting"
+KL = "lmpolicy.exact.kl"
+GENERATE = "lmpolicy.tinylm.generate"
+LOGPROBS = "lmpolicy.tinylm.logprobs"
+REINFORCE = "lmpolicy.tinylm.reinforce"
+KL_PLACEMENT = "lmpolicy.tinylm.kl_placement"
+ANSWER_KEY = "lmpolicy.variant_answers"  # the per-student answers: with the grader, never in a grading kernel
+
+
+@dataclass(frozen=True)
+class Shortcuts:
+    """One exercise's shortcuts.
+
+    ``library``: ``"module:qualname"`` of the student library's functions that compute the exercise's
+    quantity, or a bare ``"module"`` for a whole module (the answer key). ``torch``: dotted paths of torch's
+    public callables that do (blocked in-process by ``shortcuts``). ``pattern``: a regular expression on a
+    name (searched, so it matches inside ``_softmax`` or ``special_softmax``), for the names torch has
+    public and private (``torch._softmax``, ``torch.special.softmax``, ``torch._C._nn...``,
+    ``torch.ops.aten._softmax``). ``parts``: ``"module:qualname"`` of library functions the notebook gives
+    its students for other uses, which compute a part of the quantity and not the quantity itself
+    (``kl`` for Lab Task 4's ``kl_objective``): the exercise's rule refuses them by name, the grading kernel
+    keeps them.
+    """
+
+    library: tuple[str, ...] = ()
+    torch: tuple[str, ...] = ()
+    pattern: str | None = None
+    parts: tuple[str, ...] = ()
+
+
+SOFTMAX_NAMES = r"(?i)soft_?m(ax|in)|^(OneHot)?Categorical$"  # any softmax or softmin, and the distributions built on one
+
+_VARIANT = Shortcuts(library=(ANSWER_KEY,))
+
+FORBIDDEN: dict[str, Shortcuts] = {
+    # 01
+    "nb01_softmax": Shortcuts(
+        library=(f"{TEMPERATURE}:softmax", f"{TEMPERATURE}:log_softmax"),
+        torch=("torch.softmax", "torch.log_softmax", "torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
+               "torch.Tensor.softmax", "torch.Tensor.log_softmax"),
+        pattern=SOFTMAX_NAMES),
+    "ex11_1a": Shortcuts(library=(f"{LOGPROBS}:sequence_logprob", f"{LOGPROBS}:response_logprobs", ANSWER_KEY)),
+    # 02
+    "task2": Shortcuts(library=(f"{GENERATE}:sample_next_token", f"{GENERATE}:generate")),
+    "nb02_top_k": Shortcuts(library=(f"{GENERATE}:sample_next_token", f"{GENERATE}:generate")),
+    "nb02_top_p": Shortcuts(library=(f"{GENERATE}:sample_next_token", f"{GENERATE}:generate")),
+    "ex11_2b": _VARIANT,
+    # 04
+    "ex11_3a": Shortcuts(library=(f"{TILTING}:expected_reward",)),
+    "ex11_3b": Shortcuts(library=(f"{TILTING}:expected_reward",)),
+    "ex11_3c": Shortcuts(library=(f"{KL}:kl", f"{KL}:sequence_kl", f"{KL}:chain_rule_kl")),
+    # 05
+    "task4": Shortcuts(library=(f"{TILTING}:tilted_optimum", f"{TILTING}:kl_objective", f"{TILTING}:frontier",
+                                f"{TILTING}:token_level_optimum", f"{TILTING}:soft_values",
+                                f"{TEMPERATURE}:power_distribution"),
+                       parts=(f"{KL}:kl",)),
+    "task5": Shortcuts(library=(f"{TILTING}:tilted_optimum", f"{TILTING}:soft_values", f"{TILTING}:token_level_optimum",
+                                f"{TILTING}:frontier")),
+    "ex11_5b": _VARIANT,
+    "ex11_8b": _VARIANT,
+    "ex11_9a": _VARIANT,
+    "ex11_9c": _VARIANT,
+    # 06
+    "task3": Shortcuts(library=(f"{KL}:kl_estimates", f"{KL_PLACEMENT}:kl_estimate")),
+    "ex11_4c": _VARIANT,
+    "ex11_4d": _VARIANT,
+    "ex11_6c": Shortcuts(library=(f"{KL}:kl_estimates", f"{KL_PLACEMENT}:kl_estimate")),
+    "ex11_9d": _VARIANT,
+    # 07
+    "task1a": Shortcuts(library=(f"{LOGPROBS}:response_logprobs",)),
+    "task1b": Shortcuts(library=(f"{LOGPROBS}:sequence_logprob",)),
+    # 08
+    "nb08_baseline": Shortcuts(library=(f"{REINFORCE}:leave_one_out_baseline",)),
+    "nb08_kl_reward": Shortcuts(library=(f"{REINFORCE}:kl_penalized_rewards", f"{KL_PLACEMENT}:kl_in_reward",
+                                         f"{KL_PLACEMENT}:no_kl_in_reward", f"{KL_PLACEMENT}:kl_estimate")),
+    "nb08_pg_loss": Shortcuts(library=(f"{REINFORCE}:policy_gradient_loss", f"{KL_PLACEMENT}:kl_loss_term")),
+}
+
+
+def of(exercise_key: str) -> Shortcuts:
+    """``exercise_key``'s shortcuts (none declared: none)."""
+    return FORBIDDEN.get(exercise_key, Shortcuts())
+
+
+def library_functions(exercise_keys) -> dict[str, list[str]]:
+    """``"module:qualname"`` -> the exercise keys (of ``exercise_keys``) it answers, functions only (not the
+    ``parts``)."""
+    found: dict[str, list[str]] = {}
+    for key in exercise_keys:
+        for name in of(key).library:
+            if ":" in name:
+                found.setdefault(name, []).append(key)
+    return found
+
+
+def library_modules() -> dict[str, list[str]]:
+    """Whole modules declared (the answer key) -> the exercise keys they answer, over every exercise."""
+    found: dict[str, list[str]] = {}
+    for key, shortcuts in FORBIDDEN.items():
+        for name in shortcuts.library:
+            if ":" not in name:
+                found.setdefault(name, []).append(key)
+    return found
+
+
+def _library_object(name: str):
+    """``"module:qualname"`` as the object it names."""
+    module, qualname = name.split(":")
+    target = importlib.import_module(module)
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def _torch_object(path: str):
+    """A dotted torch path (``torch.nn.functional.softmax``, ``torch.Tensor.softmax``) as its object: the
+    longest importable prefix is the module, the rest attributes."""
+    parts = path.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            target = getattr(target, part)
+        return target
+    raise ImportError(f"forbidden: {path} names nothing importable")
+
+
+def callables(exercise_key: str) -> tuple:
+    """The declared library functions and torch callables of ``exercise_key``, as objects (for
+    ``checks.no_library_shortcut``). A whole module is not a callable: it is left out of grading kernels."""
+    shortcuts = of(exercise_key)
+    return (*(_library_object(name) for name in (*shortcuts.library, *shortcuts.parts) if ":" in name),
+            *(_torch_object(path) for path in shortcuts.torch))
+
+
+def names(exercise_key: str) -> set:
+    """What the trusted no-credit rule matches in the submission's source for ``exercise_key``: the leaf
+    name of every declared function (strings) and the declared pattern (a compiled ``re.Pattern``)."""
+    shortcuts = of(exercise_key)
+    found: set = {name.rsplit(":", 1)[-1].rsplit(".", 1)[-1] for name in (*shortcuts.library, *shortcuts.parts)}
+    found |= {name.rsplit(".", 1)[-1] for name in shortcuts.torch}
+    if shortcuts.pattern:
+        found.add(re.compile(shortcuts.pattern))
+    return found
+
+
+def matches(exercise_key: str, name: str) -> bool:
+    """Whether ``name`` (a leaf name) is one of ``exercise_key``'s shortcuts, by name or by pattern."""
+    return any(name == entry if isinstance(entry, str) else bool(entry.search(name))
+               for entry in names(exercise_key))
+
+
+_ACTIVE: list[str] = []  # the exercise keys whose ``shortcuts`` is active now, innermost last
+
+
+@contextlib.contextmanager
+def shortcuts(exercise_key: str):
+    """While active, ``exercise_key``'s declared shortcuts earn nothing: its library functions and torch's
+    public ones raise LibraryShortcutUsed in this process (``checks.no_library_shortcut``), and the trusted
+    rule refuses a submission whose source reaches any of its names or pattern (``active_names``)."""
+    if exercise_key not in FORBIDDEN:
+        raise KeyError(f"forbidden: no shortcuts are declared for {exercise_key!r}")
+    from lmpolicy import checks
+
+    _ACTIVE.append(exercise_key)
+    try:
+        with checks.no_library_shortcut(*callables(exercise_key)):
+            yield
+    finally:
+        _ACTIVE.pop()
+
+
+def active_names() -> set:
+    """The names and patterns of every exercise whose ``shortcuts`` is active now (empty when none is)."""
+    return set().union(*(names(key) for key in _ACTIVE))
