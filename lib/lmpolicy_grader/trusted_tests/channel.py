@@ -16,7 +16,7 @@ from queue import Empty
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.session import Session
 
-from lmpolicy import checks
+from lmpolicy import checks, forbidden
 from lmpolicy_grader.trusted_tests import codec, no_credit
 from lmpolicy_grader.trusted_tests.call_server import TARGET
 from lmpolicy_grader.trusted_tests.errors import CallTimedOut, ChannelError, InputChanged, submission_exception
@@ -155,7 +155,10 @@ class Channel:
         times it called the submission's function ``count``)."""
         blocked = checks.active_blocks()
         if blocked:
-            reason = no_credit.library_shortcut(no_credit.SOURCES, name, {no_credit.leaf(fn) for fn in blocked})
+            # the active exercises' declared names and patterns (lmpolicy.forbidden), and any function a test
+            # blocks by itself
+            names = forbidden.active_names() | {no_credit.leaf(fn) for fn in blocked}
+            reason = no_credit.library_shortcut(no_credit.SOURCES, name, names)
             if reason:
                 raise checks.LibraryShortcutUsed(f"implement this yourself: {reason}")
         encoder = codec.Encoder()
