@@ -8,7 +8,8 @@ submission's process reports), before each test cell runs (``in_kernel.outside_t
    (``name = expr``, ``name: type = expr``) at the top level of an answer cell of the test's own exercise.
    Any other binding of it in a cell above the test (in another cell, by import-as, a for/with/except
    target, ``:=``, ``global``/``nonlocal``, ``del``, a class, a decorator, a match capture, tuple unpacking,
-   ``+=``, inside an if/for/try block) is outside.
+   ``+=``, inside an if/for/try block) is outside. When no cell above the test answers its exercise (the
+   answer cell deleted, which the grader does not restore), a plain making in any cell stands in for it.
 2. **Every submitted code cell** (each non-test code cell, locked set-up cells included) is plain Python
    written with the constructs listed below: ``ALLOWED_NODES`` (the statement and expression kinds),
    ``ALLOWED_MODULES`` (what may be imported), ``ALLOWED_BUILTINS`` and ``ALLOWED_DUNDERS`` (the builtins and
@@ -29,14 +30,22 @@ a one-line reason naming the cell, its line and the construct. A test cell above
 Modules allowed, and why: torch, numpy and math (the course's arithmetic), lmpolicy (the course's own
 library; its answers are not in the grading kernel: ``isolation.library_view``), matplotlib (plots),
 functools, itertools, collections, typing, dataclasses, random, statistics, time, copy, enum, abc,
-numbers, fractions, decimal, heapq, bisect, string, textwrap, re, warnings, contextlib (plain helpers, none of which
+numbers, fractions, decimal, heapq, bisect, textwrap, re, warnings, contextlib (plain helpers, none of which
 reaches the interpreter's namespaces). ``operator`` is not: ``attrgetter`` and ``methodcaller`` take an
-attribute's name as a computed string, the ``getattr`` the rule refuses.
+attribute's name as a computed string, the ``getattr`` the rule refuses; nor is ``string``, whose
+``Formatter.get_field`` does the same.
+
+What runs code from a string is refused wherever it hides: ``getattr`` is allowed only called with a constant
+name (never passed as a value: ``functools.reduce(getattr, ...)``), a string may hold no dunder name outside
+``ALLOWED_DUNDER_STRINGS`` (``"{0.__globals__}"``), an annotation may not be a string (``typing.get_type_hints``
+and ``functools.singledispatch`` evaluate it), and a module's private names (``checks._ipython``) are out of
+reach, since the course's own library holds the shell there.
 """
 from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 import symtable
 from dataclasses import dataclass
@@ -69,7 +78,7 @@ NODE_WORDS = {ast.AsyncFunctionDef: "an async def", ast.Await: "await", ast.Asyn
 ALLOWED_MODULES = frozenset({
     "torch", "numpy", "math", "lmpolicy", "matplotlib", "functools", "itertools", "collections", "typing",
     "dataclasses", "random", "statistics", "time", "copy", "enum", "abc", "numbers", "fractions", "decimal",
-    "heapq", "bisect", "string", "textwrap", "re", "warnings", "contextlib", "__future__",
+    "heapq", "bisect", "textwrap", "re", "warnings", "contextlib", "__future__",
 })
 
 ALLOWED_BUILTINS = frozenset({
@@ -111,12 +120,25 @@ INTERPRETER_HANDLES = REFUSED_MODULES | {
     "modules", "f_globals", "f_locals", "f_back", "f_builtins", "f_code", "gi_frame", "cr_frame", "tb_frame",
     "_getframe", "currentframe", "user_ns", "user_global_ns", "run_cell", "run_line_magic", "run_cell_magic",
     "system", "getoutput", "events", "get_ipython", "load", "loads", "load_library", "load_inline",
-    "cpp_extension", "hub", "globals", "locals", "setattr", "delattr",
+    "cpp_extension", "hub", "globals", "locals", "setattr", "delattr", "get_type_hints", "ForwardRef",
+    "package", "PackageImporter", "f2py", "read_array", "push", "user_module", "run_code", "ex", "ev",
+    "safe_execfile", "magic", "register_magic_function",
     "fork", "spawn", "Thread", "Timer", "Process", "settrace", "setprofile", "addaudithook", "excepthook",
 }
 
 # IPython's history of inputs and outputs (Out[3] may hold anything an earlier cell showed), read by name.
 IPYTHON_HISTORY = re.compile(r"In|Out|_oh|_ih|_dh|_+|_i+|_\d+|_i\d+")
+
+
+STRING_ANNOTATION = "a string annotation (typing evaluates it as code)"
+
+
+def _string_in(annotation) -> bool:
+    return annotation is not None and any(isinstance(part, ast.Constant) and isinstance(part.value, str)
+                                          for part in ast.walk(annotation))
+
+
+_DUNDER_IN_TEXT = re.compile(r"__[A-Za-z]\w*?__")
 
 
 def _is_exception_class(name: str) -> bool:
@@ -155,6 +177,7 @@ class Cell:
         return f"cell {self.index + 1}{answers}"
 
 
+@functools.lru_cache(maxsize=1024)  # each test reads every cell above it again; the trees are only read
 def _parsed(cell: Cell) -> tuple[ast.Module | None, str | None]:
     """The cell's syntax tree, or why it has none (it is not plain Python)."""
     try:
@@ -175,8 +198,9 @@ def _quoted(cell: Cell, node) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _refused(node, imported: set[str]) -> str | None:
-    """What in ``node`` itself is outside the allowlist, in words (``imported``: the names bound by imports)."""
+def _refused(node, imported: set[str], called: set[int]) -> str | None:
+    """What in ``node`` itself is outside the allowlist, in words (``imported``: the names bound by imports;
+    ``called``: the ids of the getattr and hasattr names that are called, with a constant name)."""
     kind = type(node)
     if kind not in ALLOWED_NODES:
         return NODE_WORDS.get(kind, f"a {kind.__name__} construct")
@@ -190,10 +214,12 @@ def _refused(node, imported: set[str]) -> str | None:
         if not _module_allowed(node.module or ""):
             return f"from {node.module} import"
         for alias in node.names:
-            if alias.name == "*" or alias.name in REFUSED_MODULES or _is_dunder(alias.name):
+            if alias.name == "*" or alias.name in INTERPRETER_HANDLES or alias.name.startswith("_"):
                 return f"from {node.module} import {alias.name}"
     elif isinstance(node, ast.Name):
         name = node.id
+        if name in ("getattr", "hasattr") and id(node) not in called:
+            return f"{name} passed as a value (it may get a computed name)"
         if _is_dunder(name) and name not in ALLOWED_DUNDERS:
             return name
         if isinstance(node.ctx, ast.Load) and IPYTHON_HISTORY.fullmatch(name):
@@ -207,9 +233,17 @@ def _refused(node, imported: set[str]) -> str | None:
         if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Name) \
                 and node.value.id in imported:
             return f"an assignment to {node.value.id}.{node.attr}, an attribute of a module"
+        root = node.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if node.attr.startswith("_") and not _is_dunder(node.attr) and isinstance(root, ast.Name) \
+                and root.id in imported:
+            return f".{node.attr}, a private name of a module"
     elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
         if _is_dunder(node.name) and node.name not in ALLOWED_DUNDER_METHODS:
             return f"a method {node.name}"
+        if isinstance(node, ast.FunctionDef) and _string_in(node.returns):
+            return STRING_ANNOTATION
     elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr"):
         name = node.args[1] if len(node.args) >= 2 else None
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
@@ -217,24 +251,39 @@ def _refused(node, imported: set[str]) -> str | None:
         if name.value in INTERPRETER_HANDLES:
             return f"{node.func.id}(..., {name.value!r})"
     elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-        if _is_dunder(node.value) and node.value not in ALLOWED_DUNDER_STRINGS:
-            return f"the name {node.value!r} in a string"
+        for dunder in _DUNDER_IN_TEXT.findall(node.value):
+            if dunder not in ALLOWED_DUNDER_STRINGS:
+                return f"the name {dunder!r} in a string"
+    elif isinstance(node, (ast.arg, ast.AnnAssign)) and _string_in(node.annotation):
+        return STRING_ANNOTATION
     return None
 
 
-def outside_construct(cell: Cell, tested: set[str] = frozenset()) -> str | None:
+def _imported(cells: list[Cell]) -> set[str]:
+    """The names the imports of ``cells`` bind: the modules (and what was imported from them) of the notebook."""
+    found = set()
+    for cell in cells:
+        tree, _ = _parsed(cell)
+        found |= {(a.asname or a.name).split(".")[0] for node in ast.walk(tree or ast.Module(body=[]))
+                  if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
+    return found
+
+
+def outside_construct(cell: Cell, tested: set[str] = frozenset(), imported: set[str] | None = None) -> str | None:
     """The first thing in ``cell`` outside the allowed constructs, as the reason says it, or None.
 
     The reason names the cell, the line, and the construct; when the statement holding it names a tested
-    name (``globals().update(softmax=...)``), it says that it binds that name."""
+    name (``globals().update(softmax=...)``), it says that it binds that name. ``imported``: the names the
+    notebook's imports bind (this cell's own, if not given)."""
     tree, unparsed = _parsed(cell)
     if tree is None:
         return unparsed
-    imported = {(a.asname or a.name).split(".")[0] for node in ast.walk(tree)
-                if isinstance(node, (ast.Import, ast.ImportFrom)) for a in node.names}
+    imported = _imported([cell]) if imported is None else imported
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)
+              and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")}
     for statement in tree.body:
         for node in ast.walk(statement):
-            refused = _refused(node, imported)
+            refused = _refused(node, imported, called)
             if refused is None:
                 continue
             line = getattr(node, "lineno", statement.lineno)
@@ -394,11 +443,14 @@ def _plain_makings(cell: Cell, tested: set[str]) -> set[str]:
             and how in ("a def", "an assignment", "an annotated assignment")}
 
 
-def outside_making(cell: Cell, tested: set[str], exercise: str | None, remade_below: set[str] = frozenset()) -> str | None:
+def outside_making(cell: Cell, tested: set[str], exercise: str | None, remade_below: set[str] = frozenset(),
+                   answered: bool = True) -> str | None:
     """The first binding in ``cell`` of a name of ``tested`` that is not a plain making of it at the top
     level of an answer cell of ``exercise``, as the reason says it, or None. A plain making in another
     cell is let through for the names of ``remade_below``, which an answer cell below it makes again
-    (an earlier attempt left in the notebook: the answer cell's making replaces it)."""
+    (an earlier attempt left in the notebook: the answer cell's making replaces it), and in any cell when
+    no cell above the test answers ``exercise`` (``answered`` false: its answer cell deleted, which the
+    grader does not restore, or a notebook without answer cells)."""
     tree, _ = _parsed(cell)
     if tree is None or not tested:
         return None
@@ -408,12 +460,12 @@ def outside_making(cell: Cell, tested: set[str], exercise: str | None, remade_be
                 continue
             plain = line == statement.lineno and _is_plain(statement, name) and \
                 how in ("a def", "an assignment", "an annotated assignment")
-            if plain and exercise is not None and (cell.exercise == exercise or name in remade_below):
+            if plain and (not answered or cell.exercise == exercise or name in remade_below):
                 continue
             if how == "an import":  # the library's own answer, most often: the words of the check it skips
                 return (f"{cell.where} line {line} imports {name}, which gets no credit: implement this yourself, "
                         f"with a plain def of {name} in its answer cell")
-            where = "" if cell.exercise == exercise else " outside its answer cell"
+            where = "" if cell.exercise == exercise or not answered else " outside its answer cell"
             return (f"{cell.where} line {line} binds {name} with {how}{where}: the grader only credits a {name} "
                     f"made by a plain def or assignment ({name} = ...) at the top level of its answer cell")
     return None
@@ -430,8 +482,10 @@ def outside_the_rule(cells: list[Cell], test_source: str, exercise: str | None, 
         remade_after.append(set(remade_below))
         if cell.exercise == exercise and exercise is not None:
             remade_below |= _plain_makings(cell, tested)
+    answered = exercise is not None and any(cell.exercise == exercise for cell in cells)
+    imported = _imported(cells)
     for cell, remade in zip(cells, reversed(remade_after)):
-        reason = outside_construct(cell, tested) or outside_making(cell, tested, exercise, remade)
+        reason = outside_construct(cell, tested, imported) or outside_making(cell, tested, exercise, remade, answered)
         if reason:
             return reason
     return None

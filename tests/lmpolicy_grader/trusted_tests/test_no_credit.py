@@ -273,3 +273,36 @@ HONEST = {
 def test_an_honest_variation_passes_the_rule(variation):
     before, answer = HONEST[variation]
     assert judge(answer, before=before) is None
+
+
+def test_without_an_answer_cell_a_plain_making_anywhere_stands_in_and_nothing_else_does():
+    """The answer cell deleted (the grader restores every deleted cell but answers): the rule still asks for plain."""
+    assert outside_the_rule([Cell(4, SETUP), Cell(5, PLAIN)], TEST, SOFTMAX, TRUSTED) is None
+    reason = outside_the_rule([Cell(4, SETUP), Cell(5, "for softmax in [torch.softmax]:\n    pass")], TEST, SOFTMAX,
+                              TRUSTED)
+    assert reason == ("cell 6 line 1 binds softmax with a for loop: the grader only credits a softmax made by a plain "
+                      "def or assignment (softmax = ...) at the top level of its answer cell")
+
+
+# Code run from a string, however it hides: each would reach the namespace with a name the rule cannot read.
+HIDDEN_EVALUATION = {
+    "getattr_passed_around": ("import functools\n_g = functools.reduce(getattr, ['_' * 2 + 'globals' + '_' * 2], softmax)",
+                              "getattr passed as a value"),
+    "format_traversal": ("_text = '{0.__globals__}'.format(softmax)", "the name '__globals__' in a string"),
+    "string_annotation": ("import typing\ndef _f(x: 'globals().update(softmax=torch.softmax)'):\n    pass\n"
+                          "typing.get_type_hints(_f)", "a string annotation"),
+    "string_formatter": ("import string\n_f = string.Formatter().get_field('0.x', [softmax], {})", "import string"),
+    "the_librarys_private_shell": ("from lmpolicy import checks\n_shell = checks._ipython()",
+                                   "._ipython, a private name of a module"),
+    "the_librarys_private_importer": ("from lmpolicy.forbidden import _library_object\n"
+                                      "_library_object('sys:modules')['__main__'].softmax = torch.softmax",
+                                      "from lmpolicy.forbidden import _library_object"),
+    "private_torch": ("_p = torch._softmax", "._softmax, a private name of a module"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HIDDEN_EVALUATION))
+def test_code_run_from_a_string_is_refused_wherever_it_hides(case):
+    after, says = HIDDEN_EVALUATION[case]
+    reason = judge(PLAIN, after=after)
+    assert reason is not None and says in reason, reason

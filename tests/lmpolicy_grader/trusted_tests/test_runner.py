@@ -20,6 +20,13 @@ def _cell(source: str, grade_id: str, *, test=False, locked=False):
     return cell
 
 
+def _answer(source: str, grade_id: str):
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["nbgrader"] = {"grade": False, "solution": True, "locked": False, "grade_id": grade_id,
+                                 "schema_version": 3}
+    return cell
+
+
 def _grade(tmp_path, cells):
     nb = nbformat.v4.new_notebook(cells=cells)
     execute = GradingExecute(config=Config({"GradingKernelManager": {"sandbox": False}}), spare_kernels=False)
@@ -30,8 +37,8 @@ def _grade(tmp_path, cells):
 def test_a_test_runs_in_the_trusted_kernel_against_the_submissions_function_and_records_the_failing_line(tmp_path):
     nb = _grade(tmp_path, [
         _cell("BASE = 10", "setup", locked=True),
-        # plain Python only (the code rule refuses import os in a submitted cell, which once showed the process here)
-        nbformat.v4.new_code_cell("def triple(x):\n    return 3 * x\nCALLS = []"),
+        # t1's answer cell, in plain Python (the code rule refuses import os, which once showed the process here)
+        _answer("def triple(x):\n    return 3 * x\nCALLS = []", "t1__answer"),
         _cell("CALLS.append(1)\nassert triple(2) == 6\nassert triple(BASE) == 31, 'off'", "t1", test=True),
     ])
     test = nb.cells[-1]
