@@ -70,8 +70,10 @@ lab: $(STUDENT_VENV) work-copy
 	LMPOLICY_WORK_DIR="$(CURDIR)/$(CH11_COPY)" \
 	$(JUPYTER_LAB) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
-# The instructor's JupyterLab: nbgrader's Formgrader, Create Assignment and Assignment List as installed.
+# The instructor's JupyterLab: nbgrader's Formgrader, Create Assignment and Assignment List as installed, and
+# formgrader's pages of a submission guarded (jupyter-config/instructor: lmpolicy_grader.formgrader_guard).
 instructor: $(STUDENT_VENV) $(GRADER)
+	JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/instructor$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	$(JUPYTER_LAB) $(LAB_ARGS)
 
 test: $(EVERYTHING)

@@ -20,16 +20,17 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPrep
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, ClearOutput,
                                     GetGrades, IgnorePattern, LimitOutput, OverwriteCells, OverwriteKernelspec)
 
-import jupyter_server_mathjax
 import lmpolicy_grader
 import nbgrader
 from nbgrader.converters import GenerateAssignment
 from lmpolicy_grader.class_grading.export import StatusCsvExportPlugin
+from lmpolicy_grader.content_policy import mathjax_loader, policy
 from lmpolicy_grader.class_grading.feedback_exporter import FeedbackHTMLExporter
 from lmpolicy_grader.preprocessors.collapse_check_cells import CollapseCheckCells
 from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells, SaveAutoGradesWhole)
 from lmpolicy_grader.preprocessors.hide_output_after_first_test import HideOutputAfterFirstTest
+from lmpolicy_grader.preprocessors.sanitize_markup import SanitizedMarkdown, SanitizeMarkup
 from lmpolicy_grader.preprocessors.show_student_parameters import ShowStudentParameters
 from lmpolicy_grader.preprocessors.show_pending_grades import PENDING_AWARE_FILTERS, ShowPendingGrades
 
@@ -126,15 +127,20 @@ c.GenerateFeedback.preprocessors = [GetGrades, ShowPendingGrades, HideHiddenTest
                                      ShowStudentParameters, CSSHTMLHeaderPreprocessor]
 c.GenerateFeedback.exporter_class = FeedbackHTMLExporter  # nbconvert's HTML, its templates compiled once per worker
 
-# --- feedback formulas without internet: nbgrader's feedback template loads MathJax from a CDN, so a class on a
-# closed network saw raw LaTeX. lib/lmpolicy_grader/templates/feedback/mathjax.html.j2 loads instead the MathJax 2.7
-# of the pinned package jupyter-server-mathjax (from its folder when the file is opened from disk, from the Jupyter
-# server's /static/jupyter_server_mathjax/ when served); these two filters tell it where the files are.
-MATHJAX_JS = Path(jupyter_server_mathjax.__file__).resolve().parent / "static" / "MathJax.js"
-c.HTMLExporter.filters = {**PENDING_AWARE_FILTERS,
-                          "offline_mathjax_file": lambda _: MATHJAX_JS.as_uri(),
-                          "offline_mathjax_query": lambda _: "?config=TeX-AMS-MML_HTMLorMML-full,Safe"}  # what the package ships
+# --- every view of a submission (the feedback, formgrader's grading page) is inert: its markdown and outputs pass one
+# allowlist sanitizer (lib/lmpolicy_grader/preprocessors/sanitize_markup.py: the preprocessor for outputs, the
+# markdown2html filter for markdown; the feedback's exporter runs the preprocessor last whatever this list says), and
+# the page carries a Content-Security-Policy that refuses every inline script but the MathJax loader
+# (lib/lmpolicy_grader/content_policy.py). Formgrader sends that policy as a header too, and serves a submission's
+# files only as images, with lmpolicy_grader.formgrader_guard (a server extension: jupyter-config/instructor).
+# MathJax without internet: the templates' mathjax.html.j2 loads the MathJax 2.7 of the pinned package
+# jupyter-server-mathjax (from its folder when the file is opened from disk, from the Jupyter server's
+# /static/jupyter_server_mathjax/ when served); the two filters write that loader and the policy.
+c.HTMLExporter.preprocessors = [SanitizeMarkup]
+c.HTMLExporter.filters = {**PENDING_AWARE_FILTERS, "markdown2html": SanitizedMarkdown,
+                          "mathjax_loader": lambda _: mathjax_loader(),
+                          "content_security_policy": lambda _: policy()}
 c.HTMLExporter.extra_template_basedirs = [
-    str(Path(lmpolicy_grader.__file__).resolve().parent / "templates"),  # first: its mathjax.html.j2 wins
+    str(Path(lmpolicy_grader.__file__).resolve().parent / "templates"),  # first: its mathjax.html.j2 and formgrade_macros win
     str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"),
 ]

@@ -1,4 +1,7 @@
-"""The feedback's HTML exporter: nbconvert's, with two costs of each notebook's feedback taken away.
+"""The feedback's HTML exporter: nbconvert's, sanitized, with two costs of each notebook's feedback taken away.
+
+- **Sanitized, whatever the configuration.** Every export passes the submission's markdown and outputs through
+  the course's allowlist sanitizer, after every other preprocessor (``sanitize_markup.ensure_sanitized``).
 
 - **Templates compiled once per grading process.** nbgrader makes a new exporter for every notebook's
   feedback, and nbconvert a new Jinja environment for every exporter, so the feedback templates
@@ -19,6 +22,8 @@ import jinja2
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+from lmpolicy_grader.preprocessors.sanitize_markup import ensure_sanitized
 
 NO_ALT_TEXT = "No description has been provided for this image"  # nbconvert's words
 _IMAGE_WITHOUT_ALT = re.compile(r"<img(?![^>]*\salt=)")
@@ -43,7 +48,7 @@ COMPILED_TEMPLATES = _CompiledTemplates()
 
 
 class FeedbackHTMLExporter(HTMLExporter):
-    """HTMLExporter (configured as ``c.HTMLExporter``) whose templates are compiled once per process."""
+    """HTMLExporter (configured as ``c.HTMLExporter``) that sanitizes and compiles its templates once per process."""
 
     def _create_environment(self):
         environment = super()._create_environment()
@@ -51,7 +56,8 @@ class FeedbackHTMLExporter(HTMLExporter):
         return environment
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        """HTMLExporter's page, with its accessibility edits made on the text instead of a parsed tree."""
+        """HTMLExporter's page, sanitized, with its accessibility edits made on the text instead of a parsed tree."""
+        ensure_sanitized(self)
         language = nb.metadata.get("language_info", {})
         self.register_filter("highlight_code", self.filters.get(
             "highlight_code", Highlight2HTML(pygments_lexer=language.get("pygments_lexer", language.get("name")),
