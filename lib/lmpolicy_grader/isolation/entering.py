@@ -13,6 +13,9 @@ its namespaces). ``enter`` then makes the calling process one of the holder's fe
    bounding set too), the sandbox's uid and gid where the grader is root, and no new privileges, as ``setpriv``
    gives the holder.
 
+``remount_read_only`` enters a sandbox's mount namespace only, from a fresh process of the grader's, to make a folder
+read-only there once the kernel needs to write it no more (``Sandbox.seal``); outside the sandbox it stays as it is.
+
 The caller must be single-threaded (the kernel forbids ``setns`` into a user or mount namespace otherwise): a
 process just forked is. What it had in memory and in its open files comes along, so the zygote that forks it
 holds nothing of the course (``kernels.forked.serve`` checks) and the caller closes what it does not need.
@@ -25,6 +28,8 @@ import os
 import resource
 import select
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -34,6 +39,10 @@ HOLDER = ["/bin/sleep", "infinity"]
 NAMESPACES = ("ipc", "uts", "net", "cgroup", "pid", "mnt")
 _NS_GET_USERNS = 0xB701  # ioctl: the user namespace that owns a namespace
 _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 24, 38
+_CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
+_MS_RDONLY, _MS_REMOUNT, _MS_BIND = 1, 32, 4096
+# A remount keeps these (nosuid, nodev, noexec and the atime flags, which statvfs reports with mount's own bits).
+_KEPT_MOUNT_FLAGS = 2 | 4 | 8 | 1024 | 2048 | 4096
 _CAPABILITY_VERSION_3 = 0x20080522
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -77,11 +86,50 @@ def find_holder(bwrap_pid: int, timeout: float = 30.0) -> int:
     raise EnteringFailed(f"entering the sandbox: no holder in bwrap's sandbox after {timeout:.0f} s")
 
 
+def sandbox_process(bwrap_pid: int) -> int:
+    """A process inside the sandbox that ``bwrap_pid`` (bwrap, or a command that execs it) made: its child in
+    another mount namespace than this process's (bwrap's init there)."""
+    ours = os.stat("/proc/self/ns/mnt").st_ino
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            if int(stat[stat.rindex(")") + 2:].split()[1]) == bwrap_pid and os.stat(f"/proc/{entry}/ns/mnt").st_ino != ours:
+                return int(entry)
+        except (OSError, ValueError):
+            continue  # ended meanwhile
+    raise EnteringFailed(f"entering the sandbox: bwrap (process {bwrap_pid}) runs no sandbox")
+
+
+def remount_read_only(bwrap_pid: int, path: str) -> None:
+    """Make the mount point ``path`` read-only in the sandbox that ``bwrap_pid`` made, for every process in it, and
+    not outside. A fresh process does it (joining a user namespace needs a single-threaded caller, and an exec
+    after it would lose the capabilities it gives): ``_remount_read_only_here``."""
+    done = subprocess.run([sys.executable, "-c", "from lmpolicy_grader.isolation.entering import _remount_read_only_here; "
+                                                 f"_remount_read_only_here({sandbox_process(bwrap_pid)}, {path!r})"],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        said = (done.stderr.strip() or "no message").splitlines()[-1]
+        raise EnteringFailed(f"entering the sandbox: making {path} read-only there failed: {said}")
+
+
+def _remount_read_only_here(inside_pid: int, path: str) -> None:
+    """In a fresh process: join the mount namespace of ``inside_pid`` (first the user namespace that owns it, where
+    the grader is not root) and remount ``path`` read-only there, keeping its other flags."""
+    mount_namespace = os.open(f"/proc/{inside_pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    owner = fcntl.ioctl(mount_namespace, _NS_GET_USERNS)
+    if os.fstat(owner).st_ino != os.stat("/proc/self/ns/user").st_ino:
+        _check(_libc.setns(owner, _CLONE_NEWUSER), "joining the user namespace that owns it")
+    _check(_libc.setns(mount_namespace, _CLONE_NEWNS), "joining its mount namespace")
+    flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | (os.statvfs(path).f_flag & _KEPT_MOUNT_FLAGS)
+    _check(_libc.mount(None, path.encode(), None, ctypes.c_ulong(flags), None), f"remounting {path} read-only")
+
+
 def enter(holder_pid: int, workdir: str, uid: int | None, cgroup_folders: list[Path],
           limits: dict[str, int]) -> None:
     """Make this (single-threaded) process a process of the sandbox that ``holder_pid`` runs in; returns in a
     child inside its PID namespace (see the module's docstring). ``limits``: {"AS": bytes, "CPU": seconds,
-    "NPROC": processes}, as ``prlimit --as --cpu --nproc`` take them."""
+    "NPROC": processes, "FSIZE": bytes, "CORE": bytes}, as ``prlimit --as --cpu --nproc --fsize --core`` take them
+    (``Sandbox.limits`` and the kernel's own)."""
     for folder in cgroup_folders:
         (Path(folder) / "cgroup.procs").write_text(str(os.getpid()))
     joined = []

@@ -14,7 +14,7 @@ network, IPC and UTS namespaces and sees only:
 - ``/tmp``, a second tmpfs of bounded size, which is also its ``$HOME``;
 - one private folder for the kernel's connection file and ZMQ sockets (``transport="ipc"``: the
   network namespace has its own loopback, so TCP to the grader cannot work and nothing else can
-  either).
+  either). It is on the host's disk: once the kernel has bound its sockets it is closed to it (``seal``).
 
 The student library ``lmpolicy`` is not the real one: the kernel sees a view of it (``library_view``),
 a copy in the private folder mounted over the real package folder, in which the functions that answer
@@ -26,6 +26,14 @@ wrong answers and the example written answers, which quote the solutions line fo
 sandbox's own root and ``/dev`` are remounted read-only once everything is in place: a kernel that
 runs as the grader's uid (a grader that is not root) would otherwise own them, and they are tmpfs
 without a size bound, so it could fill half the host's memory there.
+
+Every process of the sandbox holds only the descriptors it was given: standard input ``/dev/null``, standard
+output and error a pipe the grader drains into a bounded tail (``kernels.drained_pipe``), never a file of the host,
+which a kernel could reach in any process beside it through ``/proc/<pid>/fd`` (they share a pid namespace, and
+the holder runs as the kernel's own uid). ``prlimit --fsize`` bounds every file it writes anywhere (``file_bytes``,
+by default the scratch bound: a write past it fails with ``EFBIG``, "File too large", which Python's own start
+and the forked kernel's turn from a signal into that error), and ``prlimit --core=0`` keeps it from leaving a core
+dump, which a host's pipe ``core_pattern`` would write on the host's disk.
 
 Processes are capped with ``prlimit --nproc``. RLIMIT_NPROC is never enforced for global root, so a
 grader running as root starts the kernel as an unused uid of its own (``setpriv``); a grader running
@@ -53,11 +61,14 @@ from pathlib import Path
 
 from lmpolicy_grader.isolation import library_view
 from lmpolicy_grader.isolation.cgroup import SandboxCgroup
+from lmpolicy_grader.isolation.entering import remount_read_only
 
 # Enough for a kernel's threads (torch, ZMQ, IPython) with a wide margin; a fork bomb stops here.
 DEFAULT_MAX_PROCESSES = 256
 # /tmp and the working folder each: no ch11 notebook writes more than a few kilobytes.
 DEFAULT_SCRATCH_BYTES = 256 * 1024**2
+# The rlimits every process of the sandbox gets, by resource.RLIMIT_<name> (prlimit --<name in lower case>).
+SANDBOX_LIMITS = ("NPROC", "FSIZE", "CORE")
 
 # Environment variables the kernel gets; everything else (tokens, the instructor's paths) stays out.
 _PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONHASHSEED", "MPLBACKEND")
@@ -186,20 +197,23 @@ class Sandbox:
     uid: int | None = None             # the kernel's uid when the grader runs as root
     readable: list[Path] = field(default_factory=list)
     cgroup: SandboxCgroup | None = None  # the whole sandbox's memory, processes and CPU (cgroup.py)
+    file_bytes: int | None = None      # the largest file any of its processes may write (None: scratch_bytes)
 
     @classmethod
     def create(cls, notebook_dir: Path | None, max_processes: int = DEFAULT_MAX_PROCESSES,
                scratch_bytes: int = DEFAULT_SCRATCH_BYTES, group_limits: dict | None = None,
-               library: Path | None = None) -> "Sandbox":
+               library: Path | None = None, file_bytes: int | None = None) -> "Sandbox":
         """The sandbox of a kernel for ``notebook_dir`` (its files copied in at start), or for a
         notebook not known yet (None: ``stage`` its files once it is). ``library``: the view of
         lmpolicy the kernel sees (``library_view.view``; None: no lmpolicy at all). ``group_limits``
         (``memory_bytes``, ``cpu_cores``): put the whole sandbox in a control group with these limits
-        and ``max_processes`` (raises CgroupUnavailable where none can be made)."""
+        and ``max_processes`` (raises CgroupUnavailable where none can be made). ``file_bytes``: the largest
+        file its processes may write (None: ``scratch_bytes``)."""
         notebook_dir = Path(notebook_dir).resolve() if notebook_dir is not None else None
         private = Path(tempfile.mkdtemp(prefix="lmpolicy-sandbox-"))
         uid = _private_uid() if os.geteuid() == 0 else None
-        sandbox = cls(notebook_dir, private, max_processes, scratch_bytes, uid, readable_folders(notebook_dir))
+        sandbox = cls(notebook_dir, private, max_processes, scratch_bytes, uid, readable_folders(notebook_dir),
+                      file_bytes=file_bytes)
         if group_limits is not None:
             try:
                 sandbox.cgroup = SandboxCgroup.create(private.name, max_processes=max_processes, **group_limits)
@@ -257,14 +271,18 @@ class Sandbox:
         if self.uid is not None:
             os.chmod(path, 0o644)
 
-    async def seal(self, socket_files: list[str], timeout: float = 120) -> None:
-        """Once the kernel has bound its sockets, take the sockets folder back: it is on the host's
-        disk, and a kernel that could still write there could fill it."""
-        if self.uid is None:
-            return  # the kernel runs as the grader's own uid, which owns the folder either way
+    async def seal(self, socket_files: list[str], bwrap_pid: int, timeout: float = 120) -> None:
+        """Once the kernel has bound its sockets, close the sockets folder to it: it is on the host's disk, and a
+        kernel that could still write there could fill it. The kernel of a grader that is not root runs as the
+        grader's own uid, which owns the folder: there the folder is made read-only inside the sandbox that
+        ``bwrap_pid`` made (its sockets still answer; the grader, outside, sees the folder as before). A grader
+        that is root takes the folder back from the kernel's uid."""
         deadline = time.monotonic() + timeout
         while not all(os.path.exists(path) for path in socket_files) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
+        if self.uid is None:
+            await asyncio.to_thread(remount_read_only, bwrap_pid, str(self.sockets))
+            return
         os.chown(self.sockets, 0, 0)
         os.chmod(self.sockets, 0o755)
 
@@ -295,6 +313,12 @@ class Sandbox:
 
     def _has_staged_files(self) -> bool:
         return self.staged.is_dir() and any(self.staged.iterdir())
+
+    def limits(self) -> dict[str, int]:
+        """The rlimits of every process in the sandbox (``SANDBOX_LIMITS``): processes, the size of any file it
+        writes, and no core dump."""
+        file_bytes = self.scratch_bytes if self.file_bytes is None else self.file_bytes
+        return dict(zip(SANDBOX_LIMITS, (self.max_processes, file_bytes, 0)))
 
     def environment(self, env: dict) -> dict:
         """The kernel's environment: a few harmless variables of ``env``, a PATH, $HOME in /tmp."""
@@ -344,7 +368,8 @@ class Sandbox:
         argv += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", work, "--clearenv"]
         for name, value in sorted(self.environment(env).items()):
             argv += ["--setenv", name, value]
-        argv += ["--", shutil.which("prlimit") or "prlimit", f"--nproc={self.max_processes}", *limits, "--"]
+        prlimits = [f"--{name.lower()}={value}" for name, value in self.limits().items()]
+        argv += ["--", shutil.which("prlimit") or "prlimit", *prlimits, *limits, "--"]
         if self.uid is not None:
             argv += [shutil.which("setpriv") or "setpriv", f"--reuid={self.uid}", f"--regid={self.uid}",
                      "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]

@@ -39,6 +39,7 @@ import resource
 import select
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -286,16 +287,22 @@ def become_kernel(arguments: list[str], env: dict[str, str], cwd: str, memory_by
     IPKernelApp.launch_instance(argv=[*arguments, f"--IPKernelApp.parent_handle={os.getppid()}"])
 
 
-def become_sandboxed_kernel(arguments: list[str], env: dict[str, str], error_output: str, sandbox: dict,
+def become_sandboxed_kernel(arguments: list[str], env: dict[str, str], output: str, sandbox: dict,
                             tell: int) -> None:
     """In the forked child: enter the sandbox (``entering.enter(**sandbox)``), say on ``tell`` whether it did, and
-    be the kernel ``python -m ipykernel_launcher <arguments>`` would have been there, its errors in ``error_output``."""
+    be the kernel ``python -m ipykernel_launcher <arguments>`` would have been there, its stdout and stderr
+    ``output`` (the path of the grader's pipe, ``drained_pipe``) and its stdin /dev/null, and no other descriptor."""
     from lmpolicy_grader.isolation.entering import enter  # imported by the zygote already
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    errors = os.open(error_output, os.O_WRONLY | os.O_APPEND)
+    # a write past the sandbox's file-size limit fails with EFBIG ("File too large"), never kills the kernel
+    # unheard: as Python's own start does, whatever the zygote was started with
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    pipe = os.open(output, os.O_WRONLY)
+    if not stat.S_ISFIFO(os.fstat(pipe).st_mode):
+        raise ValueError(f"the kernel's output must be a pipe, and {output} is not one")
     quiet = os.open(os.devnull, os.O_RDONLY)
-    for source, target in ((quiet, 0), (errors, 1), (errors, 2)):
+    for source, target in ((quiet, 0), (pipe, 1), (pipe, 2)):
         os.dup2(source, target)
     for low, high in ((3, tell), (tell + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[0])):
         os.closerange(low, high)  # nothing of the zygote's goes in

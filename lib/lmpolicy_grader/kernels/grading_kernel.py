@@ -21,6 +21,11 @@ Started from that command line, a kernel spends about two CPU-seconds importing 
 short notebook's grading. So by default (``forked``) bwrap runs a holder in the sandbox instead, and the kernel is
 forked into it from ``kernels.forked.GRADING_ZYGOTE``, which has imported them (``isolation.entering`` says how it
 gets in, with the same limits). Where that fails the kernel starts from its command line, with one warning.
+
+Either way the kernel holds no descriptor of a file of the host: its standard input is ``/dev/null`` and its
+standard output and error a pipe the grader drains into a bounded tail (``drained_pipe``), and so are those of
+bwrap, its init and the holder, which it could reach through ``/proc/<pid>/fd``. Every file it writes in the
+sandbox is bounded by ``file_bytes`` (``prlimit --fsize``; entering sets it on a forked kernel).
 """
 from __future__ import annotations
 
@@ -28,13 +33,13 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from jupyter_client.kernelspec import KernelSpec
 from jupyter_client.manager import AsyncKernelManager
-from traitlets import Bool, DottedObjectName, Float, Int
+from traitlets import Bool, DottedObjectName, Float, Int, default
 
 from lmpolicy import arithmetic
 from lmpolicy_grader.isolation import library_view
@@ -42,6 +47,7 @@ from lmpolicy_grader.isolation.cgroup import cgroup_problem
 from lmpolicy_grader.isolation.entering import HOLDER, EnteringFailed, find_holder
 from lmpolicy_grader.isolation.sandbox import (COPY_STAGED_FILES, DEFAULT_MAX_PROCESSES, DEFAULT_SCRATCH_BYTES,
                                                WORK_FOLDER, Sandbox, require_sandbox)
+from lmpolicy_grader.kernels.drained_pipe import DrainedPipe
 from lmpolicy_grader.kernels.forked import (GRADING_ZYGOTE, LAUNCHER, ForkedProcess, SandboxedForkedProcess,
                                             ZygoteUnavailable)
 
@@ -101,6 +107,8 @@ class GradingKernelManager(AsyncKernelManager):
     max_processes = Int(DEFAULT_MAX_PROCESSES, help="processes and threads the sandboxed kernel may run").tag(config=True)
     scratch_bytes = Int(DEFAULT_SCRATCH_BYTES, help="size of the sandbox's /tmp and of its working folder, "
                                                     "each (bytes)").tag(config=True)
+    file_bytes = Int(help="the largest file the sandboxed kernel may write anywhere (bytes; prlimit --fsize: a "
+                          "write past it fails with 'File too large'); by default scratch_bytes").tag(config=True)
     cgroup = Bool(True, help="also cap the whole sandbox (all its processes together) in a control group: "
                              "memory_bytes of memory, max_processes, cpu_cores of CPU; where none can be made "
                              "(not root), grading warns once and the per-process limits stand alone").tag(config=True)
@@ -111,10 +119,14 @@ class GradingKernelManager(AsyncKernelManager):
                              "instead of starting it from its command line there").tag(config=True)
 
     _sandbox: Sandbox | None = None
-    _error_output = None  # the kernel's stderr, a file of its own
+    _output: DrainedPipe | None = None  # the kernel's stdout and stderr (and its sandbox's): a pipe, never a file
     _awaiting_notebook = False  # started before its notebook was known (kernel_pool): move_in comes later
     _forked_start: dict | None = None  # the kernel's command line and environment, when it is to be forked
     _fork_failed = False  # the zygote could not fork into the sandbox once: this kernel starts from its command line
+
+    @default("file_bytes")
+    def _file_bytes_default(self) -> int:
+        return self.scratch_bytes
 
     @property
     def kernel_spec(self):
@@ -129,7 +141,7 @@ class GradingKernelManager(AsyncKernelManager):
         """What a kernel of this manager started now is made of (its limits, command line and the
         environment it inherits): a spare serves a notebook whose recipe is its own."""
         return (type(self).__name__, self.sandbox, self._forks(), self.max_processes, self.scratch_bytes,
-                self._group_limits(),
+                self.file_bytes, self._group_limits(),
                 json.dumps(self.kernel_spec.to_dict(), sort_keys=True), tuple(sorted(os.environ.items())))
 
     async def start_for_a_later_notebook(self, **kw) -> None:
@@ -168,18 +180,19 @@ class GradingKernelManager(AsyncKernelManager):
 
     async def _seal(self) -> None:
         ports = (self.shell_port, self.iopub_port, self.stdin_port, self.hb_port, self.control_port)
-        await self._sandbox.seal([f"{self.ip}-{port}" for port in ports])
+        await self._sandbox.seal([f"{self.ip}-{port}" for port in ports], self.provisioner.process.pid)
 
     async def _async_pre_start_kernel(self, **kw):
-        if self._error_output is None:  # what the kernel writes to stderr: a kernel that dies at start-up says why there
-            self._error_output = tempfile.TemporaryFile(prefix="lmpolicy-kernel-stderr-")
-        kw.setdefault("stderr", self._error_output)
+        if self._output is None or self._output.write_fd < 0:  # a kernel that dies at start-up says why there
+            self._output = DrainedPipe()
+        # the only descriptors the kernel's command gets (Popen closes the others): a file here would be a door
+        kw.update(stdin=subprocess.DEVNULL, stdout=self._output.write_fd, stderr=self._output.write_fd)
         if self.sandbox and self._sandbox is None:
             require_sandbox()
             folder = None if self._awaiting_notebook else Path(kw.get("cwd") or os.getcwd())
             notebook = None if self._awaiting_notebook else library_view.graded_notebook()
             self._sandbox = Sandbox.create(folder, self.max_processes, self.scratch_bytes, self._group_limits(),
-                                           library=library_view.view(notebook))
+                                           library=library_view.view(notebook), file_bytes=self.file_bytes)
             self.transport, self.cache_ports = "ipc", False
             self.ip = str(self._sandbox.sockets / "kernel")
             self.connection_file = str(self._sandbox.sockets / "kernel.json")
@@ -229,26 +242,28 @@ class GradingKernelManager(AsyncKernelManager):
 
     def _fork_request(self, holder: int) -> dict:
         """What the zygote's child needs to be this kernel in the sandbox that ``holder`` runs in
-        (``forked.become_sandboxed_kernel``): the command line's arguments, and the limits prlimit sets there."""
+        (``forked.become_sandboxed_kernel``): the command line's arguments, the limits prlimit sets there, and
+        the pipe its output goes to (which the zygote, a process of the grader's uid, opens through /proc)."""
         command = self._forked_start["command"]  # prlimit --as=.. --cpu=.. -- python -m ipykernel_launcher ...
-        limits = {"AS": self.memory_bytes, "CPU": self.cpu_seconds, "NPROC": self._sandbox.max_processes}
+        limits = {"AS": self.memory_bytes, "CPU": self.cpu_seconds, **self._sandbox.limits()}
         cgroup = self._sandbox.cgroup
         return {"arguments": command[command.index(LAUNCHER) + 1:], "env": self._forked_start["env"],
-                "error_output": f"/proc/{os.getpid()}/fd/{self._error_output.fileno()}",
+                "output": f"/proc/{os.getpid()}/fd/{self._output.write_fd}",
                 "sandbox": {"holder_pid": holder, "workdir": WORK_FOLDER, "uid": self._sandbox.uid, "limits": limits,
                             "cgroup_folders": [str(folder) for folder in cgroup.folders] if cgroup else []}}
 
     def error_output(self, limit: int = 600) -> str:
-        """The end of what the kernel wrote to its error output (at most ``limit`` characters)."""
-        if self._error_output is None:
+        """The end of what the kernel wrote to its output and error output (at most ``limit`` characters)."""
+        if self._output is None:
             return ""
-        self._error_output.seek(0)
-        return self._error_output.read().decode(errors="replace").strip()[-limit:]
+        return self._output.tail().decode(errors="replace").strip()[-limit:]
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
         if self._sandbox is not None and not restart:
             self._sandbox.remove()
             self._sandbox = None
+        if self._output is not None and not restart:  # its tail stays readable: error_output
+            self._output.close()
 
     cleanup_resources = _async_cleanup_resources

@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from lmpolicy_grader.isolation import entering
-from lmpolicy_grader.isolation.sandbox import WORK_FOLDER, Sandbox, sandbox_problem
+from lmpolicy_grader.isolation.sandbox import DEFAULT_SCRATCH_BYTES, WORK_FOLDER, Sandbox, sandbox_problem
 from lmpolicy_grader.kernels import forked
 
 from ...own_thread import run_coroutine
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sand
               pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfds here: the kernel is not forked")]
 
 PROBE = """
-    import glob, json, os, resource, sys
+    import glob, json, os, resource, signal, sys
     status = dict(line.split(":\\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\\t" in line)
     print(json.dumps({
         "forked": "kernels.forked import serve" in open("/proc/self/cmdline").read(),
@@ -31,7 +31,8 @@ PROBE = """
         "effective": status["CapEff"], "bounding": status["CapBnd"], "no new privileges": status["NoNewPrivs"],
         "cwd": os.getcwd(), "files": sorted(os.listdir(".")), "course in view": os.path.exists(%r),
         "network interfaces": sorted(os.listdir("/sys/class/net")) if os.path.isdir("/sys/class/net") else [],
-        "limits": [resource.getrlimit(getattr(resource, "RLIMIT_" + name)) for name in ("AS", "CPU", "NPROC")],
+        "limits": [resource.getrlimit(getattr(resource, "RLIMIT_" + name)) for name in ("AS", "CPU", "NPROC", "FSIZE", "CORE")],
+        "SIGXFSZ ignored": signal.getsignal(signal.SIGXFSZ) == signal.SIG_IGN,
         "open files": sorted(os.readlink(fd).split(":")[0] for fd in glob.glob("/proc/self/fd/*") if os.path.lexists(fd)),
     }))
 """
@@ -50,13 +51,15 @@ def test_a_forked_kernel_is_shut_in_as_the_sandbox_shuts_in_its_own_command(sand
         assert seen["cwd"] == WORK_FOLDER
         assert not seen["course in view"]
         assert seen["network interfaces"] in ([], ["lo"])
+        # a file written past the scratch bound fails with EFBIG (never a signal that kills it), and no core dump
+        assert seen["limits"][3:] == [[DEFAULT_SCRATCH_BYTES] * 2, [0, 0]] and seen["SIGXFSZ ignored"], seen["limits"]
         if os.geteuid() == 0:  # a uid of its own, never root
             assert seen["uid"] not in (0, os.getuid())
     assert forked_kernel["files"] == started["files"]  # the notebook's folder, copied in the same
     assert forked_kernel["limits"] == started["limits"]  # prlimit's, set by setrlimit
     # nothing of the zygote's comes along: as many sockets as ipykernel opens in a started kernel, and no file but
-    # the kernel's error output (a deleted temporary file of the grader's, which the started kernel holds too) and
-    # its own IPython history, whose "-journal" file is open only while the history thread is writing a cell
+    # its own IPython history, whose "-journal" file is open only while the history thread is writing a cell (its
+    # output goes to a pipe: isolation/test_sandbox.py lists every descriptor it can reach)
     forked_files, started_files = (Counter(opened_file(name) for name in seen["open files"])
                                    for seen in (forked_kernel, started))
     assert forked_files["socket"] == started_files["socket"], (forked_files, started_files)
@@ -74,6 +77,19 @@ def test_opened_file_names_the_history_database_whether_or_not_it_is_being_writt
         opened_file("/tmp/.ipython/profile_default/history.sqlite") == "/tmp/.ipython/profile_default/history.sqlite"
     assert opened_file("/tmp/#12 (deleted)") == "/tmp/# (deleted)"
     assert opened_file("/course/lib/lmpolicy/__init__.py") == "/course/lib/lmpolicy/__init__.py"
+
+
+def test_a_forked_kernel_takes_its_output_only_as_a_pipe(tmp_path):
+    """The zygote's child refuses, before it enters, an output that is not a pipe (a file of the host would be a
+    door out of the sandbox: the grader's pipe is drained into a bounded tail)."""
+    host_file = tmp_path / "the grader's error output"
+    host_file.touch()
+    child = subprocess.run(
+        [sys.executable, "-c", "from lmpolicy_grader.kernels.forked import become_sandboxed_kernel\n"
+                               f"become_sandboxed_kernel([], {{}}, {str(host_file)!r}, {{}}, 99)"],
+        capture_output=True, text=True, timeout=120)
+    assert child.returncode != 0
+    assert f"the kernel's output must be a pipe, and {host_file} is not one" in child.stderr, child.stderr
 
 
 def test_the_grading_zygote_refuses_to_fork_once_it_holds_any_of_the_course():

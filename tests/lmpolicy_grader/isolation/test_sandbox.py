@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -24,8 +25,12 @@ from lmpolicy_grader.class_grading.grading import grade_class
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.class_grading.status import Status
 
+from lmpolicy_grader.kernels.drained_pipe import DEFAULT_TAIL_BYTES
+
+from ...own_thread import run_coroutine
 from .. import tiny_course
-from ..grading_kernel import COURSE_SECRETS, process_uid, run_in_kernel, started, uid_pool
+from ..grading_kernel import (COURSE_SECRETS, REACHABLE_DESCRIPTORS, descriptor_kind, entered, grader_open_files,
+                              process_uid, run_in_kernel, started, uid_pool)
 
 # Skipped where no sandbox can be made (macOS, a container without namespaces), except in CI, which
 # installs bubblewrap and sets LMPOLICY_REQUIRE_SANDBOX=1: there a missing sandbox fails every test.
@@ -144,6 +149,11 @@ def test_processes_stop_at_the_cap(sandbox_course):
     assert seen["children"] < 64
 
 
+# What a write meets at the scratch bound in /tmp or the kernel's folder: the tmpfs is full, or the file is as large
+# as the file-size limit (by default the same bound), whichever comes first.
+AT_THE_SCRATCH_BOUND = ("No space left on device", "File too large")
+
+
 def test_tmp_and_its_folder_fill_up_at_their_bound(sandbox_course):
     _, folder = sandbox_course
     seen = run_in_kernel(folder, """
@@ -162,7 +172,7 @@ def test_tmp_and_its_folder_fill_up_at_their_bound(sandbox_course):
         print(json.dumps(written))
     """, scratch_bytes=8 * 1024**2)
     for path, (size, error) in seen.items():
-        assert size <= 8 * 1024**2 and error == "No space left on device", (path, size, error)
+        assert size <= 8 * 1024**2 and error in AT_THE_SCRATCH_BOUND, (path, size, error)
 
 
 def test_as_a_normal_user_the_sandbox_root_and_dev_are_read_only(sandbox_course):
@@ -176,7 +186,8 @@ def test_as_a_normal_user_the_sandbox_root_and_dev_are_read_only(sandbox_course)
         box.private.chmod(0o755)
         for path in box.private.rglob("*"):
             path.chmod(0o777 if path.is_dir() else 0o644)
-        script = """for path in / /dev /dev/shm /tmp .; do
+        # dd as a kernel would write: SIGXFSZ ignored (Python's start ignores it), so the limit reads as an error
+        script = """trap '' XFSZ; for path in / /dev /dev/shm /tmp .; do
             echo "$path|$(dd if=/dev/zero of="$path/filler" bs=1M count=16 2>&1 | head -1)"
         done"""
         command = box.command(["/bin/sh", "-c", script], {})
@@ -190,7 +201,142 @@ def test_as_a_normal_user_the_sandbox_root_and_dev_are_read_only(sandbox_course)
     for path in ("/", "/dev", "/dev/shm"):
         assert said[path].endswith("Read-only file system"), (path, said[path])
     for path in ("/tmp", "."):
-        assert said[path].endswith("No space left on device"), (path, said[path])
+        assert said[path].endswith(AT_THE_SCRATCH_BOUND), (path, said[path])
+
+
+@entered
+def test_no_descriptor_the_kernel_can_reach_is_a_file_of_the_host(sandbox_course, forked):
+    """Its own descriptors and those of every process beside it in the sandbox whose /proc/<pid>/fd it may read
+    (bwrap's init, the holder): each a pipe, a socket, an anonymous inode, /dev/null or a file of its own tmpfs."""
+    _, folder = sandbox_course
+    seen = run_in_kernel(folder, REACHABLE_DESCRIPTORS + "print(json.dumps(reachable_descriptors()))", forked=forked)
+    processes = seen["processes"]
+    assert seen["self"] in processes and processes[seen["self"]]["fds"], seen  # it lists its own
+    if forked:  # the holder runs as the kernel's own uid: its descriptors are in reach
+        assert "sleep" in [process["name"] for process in processes.values()], processes
+    doors = {f"{process['name']} (pid {pid}) fd {fd}": descriptor["target"]
+             for pid, process in processes.items() for fd, descriptor in process["fds"].items()
+             if descriptor_kind(descriptor) is None}
+    assert doors == {}, doors
+    own = processes[seen["self"]]["fds"]
+    assert descriptor_kind(own["0"]) == "/dev/null" and {descriptor_kind(own[fd]) for fd in "12"} == {"pipe"}, own
+
+
+# In a kernel: write 2 x LIMIT + 1 bytes through every descriptor it can reach that leads out of it (a pipe whose
+# reading end it does not hold itself, a file, anything not of the allowed kinds), and into new files in its /tmp
+# and its folder; say for each how far it got and why it stopped.
+WRITE_THROUGH_EVERYTHING = REACHABLE_DESCRIPTORS + """
+import errno, select, signal
+LIMIT = %d
+def write(fd, total):
+    written, chunk = 0, b"x" * 2**20
+    while written < total:
+        try:
+            written += os.write(fd, chunk[:total - written])
+        except BlockingIOError:  # a pipe nobody drains holds its buffer and no more
+            if not select.select([], [fd], [], 5)[1]:
+                return written, "blocked"
+        except OSError as error:
+            return written, errno.errorcode[error.errno]
+    return written, None
+seen = reachable_descriptors()
+kernel = seen["processes"][seen["self"]]["fds"]
+read_here = {d["target"] for d in kernel.values() if d["readable"] and d["target"].startswith("pipe:[")}
+results = {}
+for pid, process in seen["processes"].items():
+    for fd, d in process["fds"].items():
+        if d["target"].startswith(("socket:[", "anon_inode:")) or d["target"] in read_here or d["rdev"] == os.makedev(1, 3):
+            continue  # ZMQ's own, or ipykernel's capture of its own output (which comes back as the cell's output)
+        name = f"{process['name']} fd {fd} {d['target']}"
+        try:  # its own descriptor as it is; another process's opened anew through /proc
+            out = os.dup(int(fd)) if pid == seen["self"] else os.open(f"/proc/{pid}/fd/{fd}", os.O_WRONLY)
+            os.set_blocking(out, False)
+        except OSError as error:
+            results[name] = [0, errno.errorcode[error.errno]]
+            continue
+        results[name] = write(out, 2 * LIMIT + 1)
+        os.set_blocking(out, True)  # the open file is shared with the descriptor it was reached by
+        os.close(out)
+for path in ["/tmp/big", "big"]:
+    out = os.open(path, os.O_WRONLY | os.O_CREAT)
+    results[path] = write(out, 2 * LIMIT + 1)
+    os.close(out)
+honest = open("honest.txt", "w")  # under the limit: as it always was
+honest.write("x" * (LIMIT // 2))
+honest.close()
+print()
+print(json.dumps({"results": results, "honest": os.path.getsize("honest.txt"),
+                  "SIGXFSZ ignored": signal.getsignal(signal.SIGXFSZ) == signal.SIG_IGN}))
+"""
+
+
+@entered
+def test_a_write_through_any_descriptor_stops_at_the_file_size_bound_and_nothing_reaches_a_host_file(sandbox_course,
+                                                                                                   forked):
+    """Past ``file_bytes`` a file write fails with EFBIG ("File too large"), and the kernel lives on; what goes
+    into the pipes to the grader lands in no file: the grader keeps a bounded tail of it. No file the grader's
+    processes hold open (its error output, its log, pytest's capture) grows by more than the bound."""
+    _, folder = sandbox_course
+    limit, before, after, tails = 4 * 1024**2, grader_open_files(), {}, []
+
+    def look(manager):
+        after.update(grader_open_files())
+        tails.append(manager.error_output(limit=2**30))
+
+    seen = run_in_kernel(folder, WRITE_THROUGH_EVERYTHING % limit, forked=forked, file_bytes=limit,
+                         scratch_bytes=4 * limit, while_alive=look)
+    grown = {file: size - before.get(file, 0) for file, size in after.items() if size - before.get(file, 0) > limit}
+    assert grown == {}, grown
+    assert len(tails[0]) <= DEFAULT_TAIL_BYTES
+    results = seen["results"]
+    for path in ("/tmp/big", "big"):  # the kernel's own files stop at the bound, and it goes on
+        assert results[path] == [limit, "EFBIG"], (path, results[path])
+    assert seen["SIGXFSZ ignored"] and seen["honest"] == limit // 2
+    outward = {name: result for name, result in results.items() if name not in ("/tmp/big", "big")}
+    # what leads out of it is a pipe (its stdout and stderr, which reach the grader whole), or stops at the bound
+    assert [name for name, (written, _) in outward.items() if " pipe:[" not in name and written > limit] == [], outward
+    assert [written for name, (written, _) in outward.items() if " pipe:[" in name and written == 2 * limit + 1], outward
+
+
+def test_as_a_normal_user_the_sockets_folder_is_read_only_in_the_sandbox_once_sealed(sandbox_course):
+    """A grader that is not root: its kernel keeps the grader's uid, which owns the sockets folder, on the host's
+    disk. Once the kernel's sockets are bound, the folder is read-only in its sandbox (nothing more is written to the
+    host's disk), and its sockets still answer the grader."""
+    _, folder = sandbox_course
+    box = sandbox.Sandbox.create(folder)
+    box.uid = None  # as a normal user builds it: a user namespace, where the kernel keeps the grader's own uid,
+    os.chown(box.sockets, os.getuid(), os.getgid())  # which owns the folder
+    socket_file = box.sockets / "kernel-1"
+    kernel = f"""if True:
+        import pathlib, socket
+        (pathlib.Path({str(box.sockets)!r}) / "before").write_text("written")  # the grader's uid owns the folder
+        server = socket.socket(socket.AF_UNIX)
+        server.bind({str(socket_file)!r})
+        server.listen()
+        connection, _ = server.accept()  # the grader connects once it has sealed the folder
+        try:
+            (pathlib.Path({str(box.sockets)!r}) / "after").write_text("written")
+            said = "written"
+        except OSError as error:
+            said = error.strerror
+        connection.sendall(said.encode())
+    """
+    process = subprocess.Popen(box.command([sys.executable, "-c", kernel], {}), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        while not socket_file.exists() and process.poll() is None:  # bound: what seal waits for, too
+            time.sleep(0.05)
+        run_coroutine(box.seal([str(socket_file)], process.pid))
+        with socket.socket(socket.AF_UNIX) as grader:
+            grader.connect(str(socket_file))
+            said = grader.recv(100).decode()
+        process.wait(timeout=60)
+        written = sorted(path.name for path in box.sockets.iterdir())
+    finally:
+        process.kill()
+        box.remove()
+    assert said == "Read-only file system", (said, process.stdout.read())
+    assert written == ["before", "kernel-1"]
 
 
 def test_the_graders_own_data_is_covered_up(sandbox_course):
