@@ -5,7 +5,7 @@ view, every public and private callable of every module importable there (classe
 their bodies, included) is called on each of the notebook's exercises' hidden-test inputs in the
 arrangements its signature allows (bounded: the inputs in every order, of every length up to the
 function's positional arity, then the same with ``dim=-1``; the estimator names the notebooks print are
-offered too; a callable returned is called once more the same way). A call answers when its result holds
+offered after them; a callable returned is called once more the same way). A call answers when its result holds
 the exercise's reference output, or when a torch function it runs on the way returns it (seen by a
 ``TorchFunctionMode``: what a submission could capture the same way). For the per-student exercises the
 inputs are the exercise key and the student id, and the reference their numeric answers.
@@ -121,6 +121,64 @@ def _pg_loss():
     return (logp, mask, advantages), -(advantages * torch.where(mask.bool(), logp, torch.zeros(())).sum(-1)).mean()
 
 
+def _rft_gradient():
+    logits = torch.randn(4, generator=_g(16), dtype=torch.float64)
+    samples = torch.tensor([0, 2, 1, 2, 3, 0, 2, 1])
+    rewards = torch.tensor([0, 1, 0, 1, 0, 0, 1, 1])
+    theta = logits.clone().requires_grad_(True)
+    (grad,) = torch.autograd.grad(torch.log_softmax(theta, -1)[samples[rewards > 0]].mean(), theta)
+    return (logits, samples, rewards), grad
+
+
+def _entropy():
+    logits, kappa = torch.randn(5, generator=_g(17), dtype=torch.float64), 1.3
+    log_probs = torch.log_softmax(kappa * logits, -1)
+    return (logits, kappa), -(log_probs.exp() * log_probs).sum()
+
+
+def _two_token_model(seed):
+    theta = torch.randn(2, generator=_g(seed), dtype=torch.float64)
+    second = torch.softmax(torch.randn(2, 2, generator=_g(seed + 1), dtype=torch.float64), -1)
+    rewards = torch.rand(2, 2, generator=_g(seed + 2), dtype=torch.float64) * 2
+    return theta, second, rewards
+
+
+def _bandit_objective():
+    theta, second, rewards = _two_token_model(18)
+    return (theta, second, rewards), (torch.softmax(theta, -1)[:, None] * second * rewards).sum()
+
+
+def _token_level_gradient():
+    theta, second, rewards = _two_token_model(21)
+    first = torch.softmax(theta, -1)
+    scores = torch.eye(2, dtype=first.dtype) - first
+    return (theta, second, rewards), ((first[:, None] * second * rewards).sum(1)[:, None] * scores).sum(0)
+
+
+def _kl_objective():
+    rng = np.random.default_rng(24)
+    policy, ref, rewards, beta = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(5)), rng.normal(0, 1, 5), 0.4
+    return (policy, ref, rewards, beta), float(policy @ rewards - beta * np.sum(policy * np.log(policy / ref)))
+
+
+def _token_level_optimum():
+    rng = np.random.default_rng(25)
+    first, second, rewards, beta = rng.dirichlet(np.ones(2)), rng.dirichlet(np.ones(2), size=2), rng.normal(0, 1, (2, 2)), 0.6
+    V = beta * np.logaddexp.reduce(np.log(second) + rewards / beta, axis=1)
+    V0 = beta * np.logaddexp.reduce(np.log(first) + V / beta)
+    return (first, second, rewards, beta), np.exp(np.log(first) + (V - V0) / beta)
+
+
+def _estimator_gradients():
+    theta = torch.tensor([0.5, 0.2, 0.3], dtype=torch.float64).log()
+    ref = torch.tensor([0.3, 0.45, 0.25], dtype=torch.float64)
+    t = theta.clone().requires_grad_(True)
+    logp = torch.log_softmax(t, -1)
+    log_ratio = logp - ref.log()
+    k3 = torch.exp(-log_ratio) - 1 + log_ratio
+    return (theta, ref), torch.autograd.grad((logp.exp().detach() * k3).sum(), t)[0]
+
+
 def _variant(key):
     def case():
         from lmpolicy import variant_answers
@@ -139,6 +197,8 @@ CASES = {
     "task3": _k3, "ex11_4c variant": _variant("ex11_4c"), "ex11_9d variant": _variant("ex11_9d"),
     "task1a": _response_logprobs, "task1b": _masked_sum,
     "nb08_baseline": _baseline, "nb08_kl_reward": _kl_reward, "nb08_pg_loss": _pg_loss,
+    "ex11_1c": _rft_gradient, "ex11_2c": _entropy, "ex11_3a": _bandit_objective, "ex11_3b": _token_level_gradient,
+    "task4 kl_objective": _kl_objective, "task5": _token_level_optimum, "ex11_6c": _estimator_gradients,
 }
 NOTEBOOKS = sorted(path.stem for path in catalogue.source_folder().glob("*.ipynb"))
 
@@ -233,15 +293,17 @@ def positional_arity(fn):
 
 
 def arrangements(fn, inputs):
+    """The inputs in every order, of every length up to the function's positional arity, each bare and with
+    dim=-1; then each shorter one with one of the literals after it."""
     arity, _ = positional_arity(fn)
-    pool = list(inputs) + list(LITERALS)
-    for size in range(0, min(arity, len(pool)) + 1):
-        for chosen in itertools.permutations(range(len(pool)), size):
-            if sum(i >= len(inputs) for i in chosen) > 1:
-                continue
-            args = [pool[i] for i in chosen]
-            yield args, {}
-            yield args, {"dim": -1}
+    for size in range(0, min(arity, len(inputs)) + 1):
+        for args in itertools.permutations(inputs, size):
+            yield list(args), {}
+            yield list(args), {"dim": -1}
+    for size in range(0, min(arity - 1, len(inputs)) + 1):
+        for args in itertools.permutations(inputs, size):
+            for literal in LITERALS:
+                yield [*args, literal], {}
 
 
 def call(fn, args, kwargs):
@@ -337,3 +399,15 @@ def test_no_function_a_notebooks_grading_kernel_can_reach_answers_one_of_its_exe
     print(f"{notebook}: {len(walked['modules'])} modules, {walked['functions']} functions walked, "
           f"{walked['tried']} calls tried, answers: {walked['answers']}")
     assert walked["functions"] > 0 and walked["answers"] == [], walked["answers"]
+
+
+@pytest.mark.slow
+def test_the_walk_finds_the_oracles_of_the_whole_library(tmp_path):
+    """The walk has teeth: on the whole library (what every grading kernel saw before the views were allowlists,
+    less a hand-written list of functions), it finds the sampler answering notebook 01's softmax on its way,
+    and the answer key answering 11.1(a)."""
+    walked = walk(library_view.library_folder().parent, "01_policy_softmax", tmp_path)
+    found = {(exercise, name) for exercise, name, *_ in walked["answers"]}
+    assert ("nb01_softmax", "lmpolicy.tinylm.generate.sample_next_token") in found, found
+    assert ("nb01_softmax", "lmpolicy.exact.temperature.softmax") in found, found
+    assert ("ex11_1a variant", "lmpolicy.variant_answers.answer") in found, found
