@@ -8,9 +8,18 @@ anything the notebook says. Both kernels of a notebook are told, before its firs
   code and the locked set-up cells see the student's own variant (``lmpolicy.variants``), and that
   variant's parameters, drawn here (``LMPOLICY_VARIANT_PARAMS``): the draw needs exact solvers that
   answer exercises, which the grading kernel's view of the library lacks (``isolation.library_view``);
-- the trusted test kernel: the id, drawing the parameters itself, and ``LMPOLICY_HIDDEN_INPUTS``, a value made from the student's id
-  and the course's secret, from which the hidden tests draw their random inputs
-  (``lmpolicy.hidden_inputs``). The secret stays with the grader: no submission sees it or the value.
+- the trusted test kernel: the id, drawing the parameters itself, and ``LMPOLICY_HIDDEN_INPUTS``, a value made from
+  the course's secret, the student's id and the submission itself (``submission_digest``), from which the hidden
+  tests draw their random inputs (``lmpolicy.hidden_inputs``). The secret stays with the grader: no submission
+  sees it or the value.
+
+Why the submission is in the value: a submission can record the hidden inputs its functions are called with, and
+whatever way it finds to read them back (a leak in a feedback, the autograded notebook, a friend's grader), the
+only use of them is a lookup table handed in at the next grading. That table is a changed submission, so it is
+called with new inputs; an unchanged submission re-graded is called with the same ones and keeps its grade.
+The digest is of the whole notebook, not of each exercise: an exercise's answer can read anything the
+notebook's other cells define, so a table in any cell (or in a file beside the notebook) must change every
+exercise's inputs.
 
 The course's secret is a file at the course root (made at the first grading, readable by its owner
 only), or ``LMPOLICY_COURSE_SECRET`` where several machines grade one class.
@@ -19,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import secrets
 from pathlib import Path
@@ -27,6 +37,7 @@ from traitlets import Bool, Unicode
 from traitlets.config import Configurable
 
 from lmpolicy.hidden_inputs import HIDDEN_INPUTS_VARIABLE
+from lmpolicy_grader.cells import is_test
 from lmpolicy.variants import (HUB_USER_VARIABLE, OFF, PARAMS_VARIABLE, STUDENT_ID_VARIABLE, VARIANTS_OFF_VARIABLE,
                                drawn_for)
 
@@ -65,9 +76,46 @@ def course_secret(course_root: Path | str, file_name: str = Variants.secret_file
     return value.encode()
 
 
-def kernel_environments(config, course_root: Path | str, student: str | None) -> tuple[dict, dict]:
+def submission_digest(nb, folder: Path | str | None) -> str:
+    """What the submission's process is given to run, as one digest: the source of every code cell the grading
+    kernel runs, in order (answers, the cells a student added, the locked cells as the grader restored them;
+    not the test cells, which never run there), and every file of the notebook's ``folder`` but the notebooks.
+
+    Normalised to what the kernel can read and nothing less: a cell's source exactly as nbformat reads it (the
+    kernel can read its own cells' text, comments and spacing included, so stripping any of it would leave a
+    table room to hide); not the notebook's JSON layout, metadata, outputs or execution counts, which never
+    reach the kernel, so that re-running and saving an unchanged notebook draws the same inputs. The notebooks
+    of the folder are left out: the sandbox gives the kernel none of them, and they change as they are graded."""
+    digest = hashlib.sha256()
+    code = [cell.source for cell in nb.cells if cell.cell_type == "code" and not is_test(cell)]
+    digest.update(json.dumps(["code cells", code]).encode())
+    root = Path(folder) if folder is not None else None
+    for path in sorted(root.rglob("*")) if root is not None and root.is_dir() else ():
+        if path.name.endswith(".ipynb"):
+            continue
+        name = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            digest.update(json.dumps(["link", name, os.readlink(path)]).encode())
+        elif path.is_dir():
+            digest.update(json.dumps(["folder", name]).encode())
+        else:
+            digest.update(json.dumps(["file", name, _file_digest(path)]).encode())
+    return digest.hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as error:  # a file the grader cannot read: the kernel cannot either
+        return f"unreadable: {error.strerror}"
+
+
+def kernel_environments(config, course_root: Path | str, student: str | None,
+                        submission: str) -> tuple[dict, dict]:
     """The variables (name -> value; None: unset) the grading kernel and the trusted test kernel take for
-    ``student``, in that order. No student (a notebook graded outside nbgrader's course folders): none."""
+    ``student``'s ``submission`` (its ``submission_digest``), in that order. No student (a notebook graded outside
+    nbgrader's course folders): none."""
     if not student:
         return {}, {}
     switch = Variants(config=config)
@@ -77,6 +125,7 @@ def kernel_environments(config, course_root: Path | str, student: str | None) ->
     else:
         grading |= {STUDENT_ID_VARIABLE: None, VARIANTS_OFF_VARIABLE: OFF}
     secret = course_secret(course_root, switch.secret_file)
-    hidden = hmac.new(secret, f"hidden inputs of {student}".encode(), hashlib.sha256).hexdigest()[:32]
+    hidden = hmac.new(secret, f"hidden inputs of {student} for the submission {submission}".encode(),
+                      hashlib.sha256).hexdigest()[:32]
     trusted = {**grading, PARAMS_VARIABLE: None, HIDDEN_INPUTS_VARIABLE: hidden}
     return {**grading, PARAMS_VARIABLE: drawn_for(student) if switch.enabled else None}, trusted

@@ -1,7 +1,9 @@
 """Autograding: stock ``Execute`` in the limited grading kernel, its test cells in a trusted one.
 
-On top of nbgrader's ``Execute``: a per-notebook cell timeout and wall-clock budget, a cap on output
-enforced while it streams, and a clear reason when the kernel dies or stops responding. The test
+On top of nbgrader's ``Execute``: a per-notebook cell timeout and wall-clock budget, an allowlist of the kernel
+messages that may become outputs and a cap on them per cell and per notebook, enforced while they stream
+(``kernels.output_cap``: no display update, no widget state), hidden inputs drawn for this very submission
+(``students.submission_digest``), and a clear reason when the kernel dies or stops responding. The test
 cells never reach the grading kernel: the notebook's ``TrustedTestRunner`` runs them (and the locked
 set-up cells again) in a trusted kernel of its own, which reaches the submission's functions and
 values only through the channel. Nothing the submission does in its own kernel (input or AST
@@ -33,7 +35,7 @@ from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
 from lmpolicy_grader.kernels.moving_in import TARGET as MOVING_IN
 from lmpolicy_grader.kernels.output_cap import OutputCap
 from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
-from lmpolicy_grader.students import kernel_environments
+from lmpolicy_grader.students import kernel_environments, submission_digest
 from lmpolicy_grader.trusted_tests.runner import TrustedTestRunner, start_trusted_kernel
 
 
@@ -67,12 +69,15 @@ class GradingExecute(OutputCap, Execute):
         self.reset_output_cap()
         self._folder = Path(resources.get("metadata", {}).get("path") or os.getcwd())
         self._spare = self._moving_in = self._grading_recipe = self._tests = None
+        # the hidden inputs are drawn for this very submission: a changed one (a table of inputs it read) gets new ones
         self._student, trusted_student = kernel_environments(self.config, CourseDirectory(config=self.config).root,
-                                                             resources["nbgrader"].get("student"))
+                                                             resources["nbgrader"].get("student"),
+                                                             submission_digest(nb, self._folder))
         try:
             self._tests = TrustedTestRunner(self.config, self.notebook_name, self.timeout, self.startup_timeout,
                                             self.log, take_spares=self.spare_kernels, student=trusted_student)
             self._tests.execute.max_output_bytes, self._tests.execute.notebook_name = self.max_output_bytes, self.notebook_name
+            self._tests.execute.max_notebook_output_bytes = self.max_notebook_output_bytes
             self._grading_recipe = self._recipe(self.kernel_manager_class(config=self.config))
             if self._grading_recipe is not None:
                 self._spare = spares.take("grading", self._grading_recipe)
