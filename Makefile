@@ -54,21 +54,32 @@ install-all: $(EVERYTHING)
 # Extra server flags (tests/browser starts these same targets with --no-browser, a port and a token).
 LAB_ARGS ?=
 JUPYTER_LAB := $(BIN)/jupyter lab --notebook-dir=$(CURDIR) $(if $(filter 0,$(shell id -u)),--allow-root)
-# The student's copy of the assignment, made from release/ch11 once: a notebook already there is
-# never overwritten (one added to the release later is copied in). A path inside the course folder.
+# The student's copies, in their work folder, so that using the course changes no tracked file (a later
+# `git pull` of course updates never conflicts): the assignment from release/ch11 into CH11_COPY, and the
+# start page, the two demos and the optional study from notebooks/ into the folder above it (WORK_DIR),
+# where the start page's links `ch11/...` reach the assignment. Each is copied once: a notebook already
+# there is never overwritten (one added to the course later is copied in). A path inside the course folder.
 CH11_COPY ?= work/ch11
+WORK_DIR  := $(patsubst %/,%,$(dir $(CH11_COPY)))
+START_PAGE := $(WORK_DIR)/00_start_here.ipynb
+STUDENT_ENV = $(if $(STUDENT),LMPOLICY_STUDENT_ID="$(STUDENT)") LMPOLICY_WORK_DIR="$(CURDIR)/$(CH11_COPY)"
 
 work-copy:
 	@mkdir -p $(CH11_COPY)
 	@for notebook in release/ch11/*.ipynb; do \
 	    test -e "$(CH11_COPY)/$${notebook##*/}" || cp "$$notebook" "$(CH11_COPY)/"; done
+	@for notebook in notebooks/*.ipynb; do \
+	    test -e "$(WORK_DIR)/$${notebook##*/}" || cp "$$notebook" "$(WORK_DIR)/"; done
 
 # A student's JupyterLab: nbgrader's Validate, but not the instructor's tools (jupyter-config/student).
-# `make lab STUDENT=<id>`: the student's own numbers in the numeric exercises (lib/lmpolicy/variants.py)
+# `make lab STUDENT=<id>`: the student's own numbers in the numeric exercises (lib/lmpolicy/variants.py).
+# The start page's first cell is filled in first (who the student is, their progress), so that it shows
+# both when opened (should that fail, the lab still starts); the browser, and the URL printed with --no-browser, open that page (default_url).
 lab: $(STUDENT_VENV) work-copy
-	$(if $(STUDENT),LMPOLICY_STUDENT_ID="$(STUDENT)") JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
-	LMPOLICY_WORK_DIR="$(CURDIR)/$(CH11_COPY)" \
-	$(JUPYTER_LAB) $(LAB_ARGS) notebooks/00_start_here.ipynb
+	@$(STUDENT_ENV) $(BIN)/python -m lmpolicy.progress fill-start-page "$(START_PAGE)" || \
+	    echo "(the start page shows your progress once you run its first cell)"
+	$(STUDENT_ENV) JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
+	$(JUPYTER_LAB) --LabApp.default_url=/lab/tree/$(START_PAGE) $(LAB_ARGS)
 
 # The instructor's JupyterLab: nbgrader's Formgrader, Create Assignment and Assignment List as installed, and
 # formgrader's pages of a submission guarded (jupyter-config/instructor: lmpolicy_grader.formgrader_guard).

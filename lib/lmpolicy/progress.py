@@ -474,14 +474,16 @@ class ProgressTable(list):
         # JupyterLab right-aligns output tables; words read better left-aligned (inline: the
         # output sanitizer drops <style> elements). A title's `code` shows as code.
         def row(cells, tag="td", style=""):
-            return f"<tr{style}>" + "".join(f'<{tag} style="text-align:left">'
+            scope = ' scope="col"' if tag == "th" else ""  # a screen reader names each cell by its column
+            return f"<tr{style}>" + "".join(f'<{tag}{scope} style="text-align:left">'
                                             f'{_CODE.sub(_AS_CODE, html.escape(str(c)))}</{tag}>'
                                             for c in cells) + "</tr>"
 
         body = "".join(row(r, style=' style="font-weight:bold"' if r[0].startswith(("notebook", "course")) else "")
                        for r in self)
         note = f"<p>Written answers and code answers as last saved in <code>{html.escape(str(self.source))}</code>.</p>"
-        return f"<table>{row(self.HEADER, 'th')}{body}</table>{note}"
+        caption = '<caption style="text-align:left">Every graded item, with its state</caption>'
+        return f"<table>{caption}{row(self.HEADER, 'th')}{body}</table>{note}"
 
     def __str__(self) -> str:
         rows = [self.HEADER, *self]
@@ -530,3 +532,119 @@ def notebook_summary(name: str, student_notebook: Path | None = None) -> str:
               f"({_points(sum(s.item.points for s in done))} of {_points(sum(s.item.points for s in states))} points)")
     footer = "(checks as they last ran, on your answers as last saved: save the notebook (Ctrl+S) first)"
     return "\n".join([header, *lines, footer])
+
+
+# --- the start page's first cell: who the student is, and where they are --------------------------
+
+def identity() -> str:
+    """One sentence (markdown-free text) saying who the student is here and whose numbers they get."""
+    from lmpolicy import variants  # the one reading of the student's id
+
+    student = variants.student_id()
+    if student is not None:
+        source = ("your hub user name" if not os.environ.get(variants.STUDENT_ID_VARIABLE, "").strip()
+                  else "set by `make lab STUDENT=...`")
+        return (f"You are {student} (student id {source}): the numeric exercises give you your own numbers, "
+                f"drawn from this id.")
+    if variants.variants_off():
+        return "No student id: the course gives everyone the chapter's numbers in the numeric exercises."
+    return (f"No student id is set, so the numeric exercises show the chapter's numbers, not your own: for yours, "
+            f"{variants.SET_ID_HOW}.")
+
+
+class Overview:
+    """The start page's first output: ``identity()``, then one row per notebook (items done, points, the first
+    item not done with its state, in the table's words) and the course's total: one screen."""
+
+    HEADER = ("notebook", "done", "points", "next to do")
+
+    def __init__(self, who: str, rows: list[tuple], total: tuple, when: str, source: Path):
+        self.who, self.rows, self.total, self.when, self.source = who, rows, total, when, source
+
+    def _repr_html_(self) -> str:
+        def cells(row, first_tag):
+            first = (f'<{first_tag} scope="row" style="text-align:left">'
+                     f'{_CODE.sub(_AS_CODE, html.escape(str(row[0])))}</{first_tag}>')
+            return first + "".join(f'<td style="text-align:left">{_CODE.sub(_AS_CODE, html.escape(str(c)))}</td>'
+                                   for c in row[1:])
+
+        head = "".join(f'<th scope="col" style="text-align:left">{html.escape(h)}</th>' for h in self.HEADER)
+        body = "".join(f"<tr>{cells(row, 'th')}</tr>" for row in self.rows)
+        foot = f"<tr style=\"font-weight:bold\">{cells(self.total, 'th')}</tr>"
+        return (f'<p class="lmpolicy-who"><strong>{_CODE.sub(_AS_CODE, html.escape(self.who))}</strong></p>'
+                f'<table class="lmpolicy-overview"><caption style="text-align:left">Your progress as of {self.when} '
+                f"(run this cell to bring it up to date; every item is in the table under <em>Your progress</em>)"
+                f"</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody><tfoot>{foot}</tfoot></table>")
+
+    def __str__(self) -> str:
+        rows = [self.HEADER, *self.rows, self.total]
+        widths = [max(len(str(r[i])) for r in rows) for i in range(len(self.HEADER))]
+        lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        return "\n".join([self.who, f"Your progress as of {self.when}:", *lines])
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _next_to_do(states: list[ItemState]) -> str:
+    waiting = next((s for s in states if not s.done), None)
+    if waiting is None:
+        return "nothing: every item done"
+    return f"{_item_label(waiting, states)} {waiting.part}: {waiting.status}"
+
+
+def overview() -> Overview:
+    """Who the student is and, per notebook, how far they are (``Overview``), from the record and saved copies."""
+    data = load_record()
+    rows, everything = [], []
+    for name in chapter().notebooks:
+        states = item_states(name, data)
+        done = [s for s in states if s.done]
+        rows.append((name, f"{len(done)} of {len(states)}", f"{_points(sum(s.item.points for s in done))} of "
+                     f"{_points(sum(s.item.points for s in states))}", _next_to_do(states)))
+        everything += states
+    done = [s for s in everything if s.done]
+    total = ("course total", f"{len(done)} of {len(everything)}",
+             f"{_points(sum(s.item.points for s in done))} of {_points(sum(s.item.points for s in everything))}", "")
+    when = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M")
+    return Overview(identity(), rows, total, when, working_copy())
+
+
+OVERVIEW_TAG = "lmpolicy-overview"  # the start page's cell whose output fill_start_page writes
+
+
+def fill_start_page(path: Path) -> bool:
+    """Write ``overview()`` as the output of the start page's cell tagged ``OVERVIEW_TAG`` (the student's copy,
+    before JupyterLab opens it), so that the page shows who the student is and their progress when opened,
+    unrun. Only that cell's output changes; returns False when the page has no such cell."""
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    cell = next((c for c in notebook.cells if OVERVIEW_TAG in c.get("metadata", {}).get("tags", [])), None)
+    if cell is None:
+        return False
+    shown = overview()
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": shown._repr_html_(),
+                                                                 "text/plain": str(shown)})]
+    cell.execution_count = None
+    _write_atomically_text(path, nbformat.writes(notebook))
+    return True
+
+
+def _write_atomically_text(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+if __name__ == "__main__":
+    # `python -m lmpolicy.progress fill-start-page <path>`: what `make lab` runs before JupyterLab starts
+    if len(sys.argv) != 3 or sys.argv[1] != "fill-start-page":
+        sys.exit("usage: python -m lmpolicy.progress fill-start-page <the student's 00_start_here.ipynb>")
+    if not fill_start_page(Path(sys.argv[2])):
+        print(f"{sys.argv[2]} has no cell tagged {OVERVIEW_TAG}: its progress is shown when that page runs")

@@ -203,8 +203,9 @@ def _serve(target: str, scratch: Path, **make_vars: str):
 
 @pytest.fixture(scope="session")
 def lab_server(tmp_path_factory) -> LabServer:
-    """A student's `make lab`, with a fresh copy of the assignment in test-artifacts/browser-work/ch11."""
-    shutil.rmtree(ROOT / STUDENT_COPY, ignore_errors=True)
+    """A student's `make lab`, with a fresh work folder: the assignment in test-artifacts/browser-work/ch11, the
+    start page and the demos beside it."""
+    shutil.rmtree((ROOT / STUDENT_COPY).parent, ignore_errors=True)
     yield from _serve("lab", tmp_path_factory.mktemp("lab-server"), CH11_COPY=STUDENT_COPY)
 
 

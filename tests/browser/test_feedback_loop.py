@@ -13,6 +13,7 @@ import shutil
 
 import pytest
 
+from tests.browser.conftest import STUDENT_COPY
 from tests.browser.notebook_page import (RUN_TIMEOUT_MS, cell, cell_index, open_in_lab, output_of, replace_cell_code,
                                          run_cell, save_notebook, select, wait_until_run)
 from tests.verdicts import one_line
@@ -52,13 +53,14 @@ def start_page_row(page, label: str) -> str:
 
 
 def read_start_page(page, lab_server, run_all, repo_root) -> tuple[str, str]:
-    """Run a fresh copy of the start page to its end and read its table.
+    """Run a fresh copy of the student's start page (the one `make lab` put beside their ch11/) to its end
+    and read its table.
 
-    A copy, so that running it never writes outputs into the committed page; fresh each time, so that
+    A copy, so that the student's own page keeps what `make lab` filled in; fresh each time, so that
     no row of an earlier read is on the page before this run's table.
     """
     (repo_root / START_COPY).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(repo_root / "notebooks" / "00_start_here.ipynb", repo_root / START_COPY)
+    shutil.copy(repo_root / STUDENT_COPY.rsplit("/", 1)[0] / "00_start_here.ipynb", repo_root / START_COPY)
     open_in_lab(page, lab_server, START_COPY)
     run_all(page, "00_start_here")
     wait_until_run(page, RUN_TIMEOUT_MS)

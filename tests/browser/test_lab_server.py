@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.conftest import STUDENT_COPY
 from tests.browser.notebook_page import replace_cell_code, save_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
@@ -42,6 +43,22 @@ def test_student_lab_made_the_working_copy_from_the_release(student_copy, repo_r
     # test_feedback_loop.py works in 01 of this same copy; the others are as the release made them
     for name in release[1:]:
         assert (student_copy / name).read_bytes() == (repo_root / "release" / "ch11" / name).read_bytes(), name
+    # the start page, the demos and the study: the student's copies beside ch11/, never the tracked ones
+    course = sorted(p.name for p in (repo_root / "notebooks").glob("*.ipynb"))
+    assert sorted(p.name for p in student_copy.parent.glob("*.ipynb")) == course
+
+
+def test_the_printed_url_and_the_servers_root_open_the_students_start_page(lab_server, student_copy):
+    start_page = f"/lab/tree/{STUDENT_COPY.rsplit('/', 1)[0]}/00_start_here.ipynb"
+    status, final_url, _ = lab_server.get("/")
+    assert status == 200 and final_url.endswith(start_page), final_url
+    printed = re.findall(r"http://127\.0\.0\.1:\d+(/\S*?)\?token=", lab_server.log())
+    assert printed and set(printed) == {start_page}, printed
+    # opened unrun, it already says who the student is and shows the progress (`make lab` filled its first cell)
+    import nbformat
+    first = nbformat.read(student_copy.parent / "00_start_here.ipynb", as_version=4).cells[1]
+    shown = first.outputs[0]["data"]["text/plain"]
+    assert shown.startswith(("You are ", "No student id")) and "course total" in shown, shown
 
 
 def test_instructor_lab_has_the_formgrader(instructor_lab_server):
@@ -70,7 +87,16 @@ def test_make_work_copy_copies_once_and_never_overwrites_the_students_notebooks(
     assert mine.read_text() == "my answers"
     assert (repo_root / copy / "02_temperature.ipynb").read_bytes() == \
         (repo_root / "release" / "ch11" / "02_temperature.ipynb").read_bytes()
-    shutil.rmtree(repo_root / copy.rsplit("/", 1)[0])
+    # the start page, the demos and the study, beside ch11/: copied once, the student's own never overwritten
+    work = repo_root / copy.rsplit("/", 1)[0]
+    start = work / "00_start_here.ipynb"
+    assert start.read_bytes() == (repo_root / "notebooks" / "00_start_here.ipynb").read_bytes()
+    start.write_text("my start page")
+    (work / "demo_tilting.ipynb").unlink()
+    subprocess.run(make, cwd=repo_root, check=True)
+    assert start.read_text() == "my start page"
+    assert (work / "demo_tilting.ipynb").read_bytes() == (repo_root / "notebooks" / "demo_tilting.ipynb").read_bytes()
+    shutil.rmtree(work)
 
 
 # --- what a student meets: no news toast, check cells collapsed, Validate's verdicts ----------------------
@@ -114,12 +140,21 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(60_000)
     try:
-        # the start page, where `make lab` opens the browser: no toast over its table
-        page.goto(lab_server.url("/lab/tree/notebooks/00_start_here.ipynb"))
+        # the start page, where `make lab`'s printed URL (the server's root) opens: no toast over its table,
+        # and, unrun, who the student is and their progress on the first screen
+        page.set_viewport_size({"width": 1280, "height": 800})
+        page.goto(lab_server.url("/"))
         page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
         page.wait_for_timeout(5_000)  # JupyterLab asks for the news once the workspace is restored
         page.screenshot(path=str(shots / "1-start-page.png"))
         assert page.locator(".Toastify__toast").count() == 0, page.locator(".Toastify__toast").all_inner_texts()
+        overview = page.locator(".jp-OutputArea-output table.lmpolicy-overview")
+        expect(page.locator(".jp-OutputArea-output .lmpolicy-who")).to_be_visible()
+        expect(overview).to_contain_text("course total")
+        view = page.locator(".jp-NotebookPanel .jp-WindowedPanel-outer").bounding_box()
+        box = overview.bounding_box()
+        assert box["y"] + box["height"] <= view["y"] + view["height"], (box, view)  # on the first screen
+        page.set_viewport_size({"width": 1280, "height": 900})
 
         # notebook 01: the check cells collapsed, their code one click away
         page.goto(lab_server.url(f"/lab/tree/{VALIDATE_COPY}/01_policy_softmax.ipynb") + "&reset")

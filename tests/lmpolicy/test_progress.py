@@ -310,3 +310,58 @@ def test_the_exercises_are_read_from_the_notebooks_of_the_course(monkeypatch, tm
         progress.exercise("ex11_1z")
     shutil.copytree(tmp_path / "fetched", tmp_path / "course" / "source" / "ch11")
     assert progress.catalogue_folder() == tmp_path / "course" / "source" / "ch11"
+
+
+# --- the start page's first cell: who the student is, and where they are -------------------------------
+
+def test_the_start_page_says_who_the_student_is_and_whose_numbers_they_get(monkeypatch):
+    monkeypatch.delenv("LMPOLICY_VARIANTS", raising=False)
+    monkeypatch.delenv("JUPYTERHUB_USER", raising=False)
+    monkeypatch.setenv("LMPOLICY_STUDENT_ID", "alice")
+    assert progress.identity().startswith("You are alice (student id set by `make lab STUDENT=...`)")
+    assert "your own numbers" in progress.identity()
+    monkeypatch.delenv("LMPOLICY_STUDENT_ID")
+    monkeypatch.setenv("JUPYTERHUB_USER", "bob")
+    assert progress.identity().startswith("You are bob (student id your hub user name)")
+    monkeypatch.delenv("JUPYTERHUB_USER")
+    assert progress.identity().startswith("No student id is set, so the numeric exercises show the chapter's numbers")
+    assert "make lab STUDENT=<your id>" in progress.identity()
+    monkeypatch.setenv("LMPOLICY_STUDENT_ID", "alice")
+    monkeypatch.setenv("LMPOLICY_VARIANTS", "off")
+    assert "everyone the chapter's numbers" in progress.identity()
+
+
+def test_the_overview_has_one_row_per_notebook_with_what_is_next_in_the_tables_words(progress_path, working_copy):
+    write_answer(working_copy, "01_policy_softmax", "ex11_1b__manual", "By the chain rule, ...")
+    progress.record_failure("nb01_softmax", "returned NaN", check=progress.fingerprint(next(
+        c.source for c in release_cells("01_policy_softmax") if grade_id(c) == "nb01_softmax__tests")))
+    shown = progress.overview()
+    assert [row[0] for row in shown.rows] == list(progress.chapter().notebooks)
+    first = shown.rows[0]
+    assert first[1].startswith("1 of ") and first[3] == "Exercise 01.softmax visible check: failing: returned NaN"
+    # the words are the detailed table's: the same status for the same item
+    assert any(row[0] == "Exercise 01.softmax" and row[4] == "failing: returned NaN" for row in progress.table())
+    everything = sum(len(grade_cells(name)) for name in progress.chapter().notebooks)
+    assert shown.total[1] == f"1 of {everything}"
+    page = shown._repr_html_()
+    # a table a screen reader can read: a caption, column and row headers; the id on top
+    assert page.index("lmpolicy-who") < page.index("<table") and "<caption" in page
+    assert page.count('scope="col"') == 4 and page.count('scope="row"') == len(shown.rows) + 1
+    assert len(str(shown).splitlines()) <= 2 + 1 + len(shown.rows) + 1  # one screen: a dozen lines
+
+
+def test_fill_start_page_writes_the_overview_into_the_students_copy_only(progress_path, working_copy, tmp_path):
+    start = working_copy.parent / "00_start_here.ipynb"
+    shutil.copy(progress.course_root() / "notebooks" / "00_start_here.ipynb", start)
+    before = nbformat.read(start, as_version=4)
+    assert progress.fill_start_page(start)
+    after = nbformat.read(start, as_version=4)
+    filled = [c for c in after.cells if c.cell_type == "code" and c.outputs]
+    assert len(filled) == 1 and progress.OVERVIEW_TAG in filled[0].metadata["tags"]
+    assert filled[0] is after.cells[1]  # right under the title: seen when the page opens
+    html = filled[0].outputs[0]["data"]["text/html"]
+    assert "lmpolicy-overview" in html and "course total" in html
+    assert [c.source for c in after.cells] == [c.source for c in before.cells]  # nothing else changed
+    untagged = tmp_path / "other.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), untagged)
+    assert not progress.fill_start_page(untagged)

@@ -23,9 +23,12 @@ def test_start_here_is_committed_without_outputs():
 
 def test_start_here_links_every_notebook_of_the_students_copy_as_a_link_not_as_code():
     text = "\n".join(cell.source for cell in read(START_HERE).cells if cell.cell_type == "markdown")
-    links = re.findall(r"\[([^\]]*)\]\((\.\./work/ch11/[^)]+\.ipynb)\)", text)
-    assert sorted(target for _, target in links) == [f"../work/ch11/{path.name}"
-                                                     for path in sorted(RELEASE_DIR.glob("*.ipynb"))]
+    # the page is opened as the student's copy, work/00_start_here.ipynb (`make lab`), beside work/ch11/
+    links = re.findall(r"\[([^\]]*)\]\((ch11/[^)]+\.ipynb)\)", text)
+    assert sorted(target for _, target in links) == [f"ch11/{path.name}" for path in sorted(RELEASE_DIR.glob("*.ipynb"))]
+    beside = re.findall(r"\]\(([^)/]+\.ipynb)\)", text)  # the demos and the study, copied beside it
+    assert sorted(set(beside)) == sorted(path.name for path in (ROOT / "notebooks").glob("*.ipynb")
+                                         if path.name != START_HERE.name)
     every_link = re.findall(r"\[([^\]]*)\]\([^)]+\.ipynb\)", text)
     assert every_link and not [name for name in every_link if "`" in name], \
         "a link text in backquotes renders as code, not as a link"
@@ -69,7 +72,8 @@ def test_start_here_shows_each_graded_item_with_its_state_and_the_totals(tmp_pat
     html = html_of(execute(read(START_HERE), grader=False, progress_file=progress_file))
     names = sorted(path.stem for path in RELEASE_DIR.glob("*.ipynb"))
     every = [c for name in names for c in graded_cells(name)]
-    assert html.count("<tr>") + html.count("<tr ") == 1 + len(every) + len(names) + 1  # header, items, totals
+    overview_rows = 1 + len(names) + 1  # the overview on top: header, a row per notebook, the total
+    assert html.count("<tr>") + html.count("<tr ") == overview_rows + 1 + len(every) + len(names) + 1  # header, items, totals
     ex11_3b, ex11_1b = progress.exercise("ex11_3b"), progress.exercise("ex11_1b")
     assert "<td>visible check</td><td>3</td><td>passed</td>" in row_of(html, "Exercise 11.3(b)")
     assert f"<td>{html_text.escape(ex11_3b.title)}</td>" in row_of(html, "Exercise 11.3(b)")
