@@ -32,7 +32,7 @@ from lmpolicy_grader.incidents import Incident
 from lmpolicy_grader.class_grading.status import Status
 
 from .test_ch11_corpus import _autograded
-from ..grading_kernel import process_uid, uid_pool
+from ..grading_kernel import REACHABLE_DESCRIPTORS, descriptor_kind, process_uid, uid_pool
 from ..tiny_course import replace_answer
 
 pytestmark = [
@@ -203,6 +203,29 @@ for path in ["/tmp/filler", "filler", "/dev/shm/filler", "/filler"]:
 _report()
 """
 
+# every descriptor it can reach (its own, the holder's, bwrap's init's), and 16 MiB written through each that leads
+# out of it: not its ZMQ sockets, not ipykernel's capture of its own output
+DESCRIPTOR_WRITER = REACHABLE_DESCRIPTORS + """
+REPORT["descriptors"] = reachable_descriptors()
+REPORT["through"] = {}
+_own = REPORT["descriptors"]["processes"][REPORT["descriptors"]["self"]]["fds"]
+_read_here = {d["target"] for d in _own.values() if d["readable"]}
+for _pid, _process in REPORT["descriptors"]["processes"].items():
+    for _fd, _d in _process["fds"].items():
+        if _d["target"].startswith(("socket:[", "anon_inode:")) or _d["target"] in _read_here:
+            continue
+        _written = 0
+        try:
+            _out = os.dup(int(_fd)) if _pid == REPORT["descriptors"]["self"] else os.open(f"/proc/{_pid}/fd/{_fd}", os.O_WRONLY)
+            while _written < 2**24:
+                _written += os.write(_out, b"x" * 2**20)
+            os.close(_out)
+        except OSError as error:
+            _written = [_written, error.strerror]
+        REPORT["through"][f"{_process['name']} fd {_fd} {_d['target']}"] = _written
+_report()
+"""
+
 FORK_BOMB = """
 import time
 REPORT["forked"] = 0
@@ -255,6 +278,7 @@ HOSTILE = {
     "e_network": (NETWORK, False, "reference"),
     "f_writer": (WRITE, False, "reference"),
     "g_disk_filler": (FILL, False, "reference"),
+    "l_descriptor_writer": (DESCRIPTOR_WRITER, False, "reference"),
     "h_fork_bomb": (FORK_BOMB, True, "reference"),
     "i_memory_bomb": (MEMORY_BOMB, True, "reference"),
     "j_endless_loop": (ENDLESS_LOOP, True, "reference"),
@@ -465,10 +489,25 @@ def test_filling_the_disk_stops_at_the_scratch_bound(hostile_class):
     seen = _report(root, "g_disk_filler")
     for path in ("/tmp/filler", "filler"):
         written, error = seen["filled"][path]
-        assert written <= context["scratch_bytes"] and error == "No space left on device", (path, written, error)
+        # the tmpfs full, or the file as large as the file-size limit (the same bound): whichever comes first
+        assert written <= context["scratch_bytes"] and error in ("No space left on device", "File too large"), \
+            (path, written, error)
     for path in ("/dev/shm/filler", "/filler"):  # read-only: nothing written at all
         assert seen["filled"][path][0] == 0 and seen["filled"][path][1] in ("Permission denied", "Read-only file system")
     assert _own_notebook(_scores(root, "g_disk_filler")) == _own_notebook(_full_marks(root, "a_honest"))
+
+
+def test_no_descriptor_it_reaches_leads_to_a_file_of_the_host(hostile_class):
+    """The kernel, the holder and bwrap's init hold pipes, sockets, anonymous inodes, /dev/null and files of the
+    sandbox's tmpfs only; 16 MiB through each that leads out lands in a pipe the grader drains into a bounded tail."""
+    root, outcomes, _, _ = hostile_class
+    seen = _report(root, "l_descriptor_writer")
+    processes = seen["descriptors"]["processes"]
+    doors = {f"{process['name']} fd {fd}": descriptor["target"] for process in processes.values()
+             for fd, descriptor in process["fds"].items() if descriptor_kind(descriptor) is None}
+    assert doors == {}, doors
+    assert seen["through"] and all(" pipe:[" in name for name in seen["through"]), seen["through"]
+    assert outcomes[("l_descriptor_writer", NOTEBOOK)].status == Status.GRADED  # what it wrote cost no one a grade
 
 
 # --- nothing persists --------------------------------------------------------------------------
