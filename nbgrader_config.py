@@ -29,7 +29,7 @@ from lmpolicy_grader.class_grading.feedback_exporter import FeedbackHTMLExporter
 from lmpolicy_grader.preprocessors.collapse_check_cells import CollapseCheckCells
 from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells, SaveAutoGradesWhole)
-from lmpolicy_grader.preprocessors.hide_output_after_first_test import HideOutputAfterFirstTest
+from lmpolicy_grader.preprocessors.outputs_as_handed_in import OutputsAsHandedIn
 from lmpolicy_grader.preprocessors.sanitize_markup import SanitizedMarkdown, SanitizeMarkup
 from lmpolicy_grader.preprocessors.show_student_parameters import ShowStudentParameters
 from lmpolicy_grader.preprocessors.show_pending_grades import PENDING_AWARE_FILTERS, ShowPendingGrades
@@ -121,9 +121,10 @@ c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["prepro
 # --- export: `nbgrader export` writes nbgrader_export.csv with a status column (FAILED, never a silent 0)
 c.ExportApp.plugin_class = StatusCsvExportPlugin
 
-# --- feedback: no hidden tests, no hidden assertion lines in tracebacks; an answer not graded yet
+# --- feedback: no hidden tests, no hidden assertion lines in tracebacks; the outputs as handed in, none made while
+# graded (lib/lmpolicy_grader/preprocessors/outputs_as_handed_in.py); an answer not graded yet
 # reads "not graded yet", not 0 (the filters let the feedback template print that text)
-c.GenerateFeedback.preprocessors = [GetGrades, ShowPendingGrades, HideHiddenTests, HideOutputAfterFirstTest,
+c.GenerateFeedback.preprocessors = [GetGrades, ShowPendingGrades, HideHiddenTests, OutputsAsHandedIn,
                                      ShowStudentParameters, CSSHTMLHeaderPreprocessor]
 c.GenerateFeedback.exporter_class = FeedbackHTMLExporter  # nbconvert's HTML, its templates compiled once per worker
 

@@ -2,8 +2,8 @@
 
 A varying exercise (``lmpolicy.variants``) opens with a locked cell that shows the student's parameters
 (grade id ``<exercise>__parameters``). Its output in the submission came from the student's process, which
-could print anything there, and the feedback hides what that process printed after the first test
-(``HideOutputAfterFirstTest``). This preprocessor writes that output anew, from the student of the submission's
+could print anything there, and the feedback shows no output that process made while graded
+(``OutputsAsHandedIn``). This preprocessor writes that output anew, from the student of the submission's
 folder: the TA grading in formgrader and the student reading the feedback see the numbers that student was
 graded on.
 """

@@ -134,11 +134,11 @@ def test_the_grading_kernel_knows_its_student_from_the_folder_and_nothing_of_the
     assert secret.stat().st_mode & 0o077 == 0 and len(secret.read_text().strip()) == 64  # the grader's own
 
 
-def test_the_feedback_carries_nothing_printed_after_the_first_test(tiny_class):
+def test_the_feedback_carries_nothing_printed_while_graded(tiny_class):
     """The spy printed what it heard in the cell after ex1's test: the instructor sees it, the student's feedback not."""
     root, _ = tiny_class
     html = _feedback(root, "spy")
-    assert "SPIED [" not in html and "the output of cells after the first test is not part of the feedback" in html
+    assert "SPIED [" not in html and "what your code printed while it was graded is not part of the feedback" in html
 
 
 def test_output_flood_is_cut_while_streaming(tiny_class):
