@@ -26,6 +26,7 @@ prints what is left to do in a notebook.
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import difflib
 import linecache
@@ -93,7 +94,9 @@ class StudentCodeRaised(CheckFailed):
         cause = self.__cause__
         if cause is None:
             return []
-        remote = getattr(cause, "remote_frames", None)  # raised in the submission's process, under the grader
+        if _raised_under_the_grader(cause):  # its message and lines stayed in the submission's process
+            return [WHERE_IT_RAISED] if getattr(cause, "from_the_submission", False) else []
+        remote = getattr(cause, "remote_frames", None)  # a failure of the channel: no frames of the student's
         if isinstance(remote, list):
             return remote[-MAX_STUDENT_FRAMES:]
         frames = [f for f in traceback.extract_tb(cause.__traceback__) if _is_students(f.filename)]
@@ -140,6 +143,26 @@ def _frame_line(frame: traceback.FrameSummary) -> str:
     return text if len(text) <= 120 else text[:117] + "..."  # wrapped with the rest, on two lines at most
 
 
+# Under the grader the student's function runs in the submission's process, which holds the hidden inputs it was
+# called with: its exception's message, its frames and the name of a class of its own can carry them. A verdict
+# made there names a builtin exception's type and nothing else of it (the trusted side never receives the rest),
+# and says where to see the whole of it: the same check in the student's own notebook, which quotes it.
+BUILTIN_EXCEPTIONS = frozenset(name for name, value in vars(builtins).items()
+                               if isinstance(value, type) and issubclass(value, BaseException))
+WHERE_IT_RAISED = "  (its message and line: run this check in your notebook)"
+
+
+def shown_exception(name: str) -> str:
+    """How a verdict made under the grader names an exception of the student's code: a builtin's name, else
+    "an exception" (a class of the student's own can be named after anything it recorded)."""
+    return name if name in BUILTIN_EXCEPTIONS else "an exception"
+
+
+def _raised_under_the_grader(error: BaseException) -> bool:
+    """An exception the trusted side made for one raised in the submission's process or by its channel."""
+    return isinstance(getattr(error, "remote_frames", None), list)
+
+
 def _fail(message: str, hint: str | None = None, error: type[CheckFailed] = CheckFailed):
     raise error(message, hint)
 
@@ -161,7 +184,8 @@ def _as_array(value, what: str) -> np.ndarray:
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        _fail(f"{what} {_verb(what)} {type(value).__name__} {value!r:.60}, which is not a number or an array of numbers")
+        # its type, not its text: a returned string could hold anything the student's code recorded
+        _fail(f"{what} {_verb(what)} a {type(value).__name__}, which is not a number or an array of numbers")
     return array
 
 
@@ -293,9 +317,12 @@ def call_student(fn, *args, call: str | None = None, **kwargs):
     except NotImplementedError:
         _fail(f"your function {name} is not written yet (it raises NotImplementedError): replace the stub",
               error=StudentCodeRaised)
-    except Exception as error:  # the student's bug, reported in their words
+    except Exception as error:  # the student's bug: in their own kernel in their words, under the grader by its type
         message = str(error).strip().splitlines()
-        raise StudentCodeRaised(f"{call or describe_call(fn, *args, **kwargs)} raised {type(error).__name__}"
+        kind = type(error).__name__
+        if _raised_under_the_grader(error) and getattr(error, "from_the_submission", False):
+            kind = shown_exception(kind)  # its message never crossed (trusted_tests.errors), its class name may lie
+        raise StudentCodeRaised(f"{call or describe_call(fn, *args, **kwargs)} raised {kind}"
                                 + (f": {message[0]}" if message else "")) from error
 
 

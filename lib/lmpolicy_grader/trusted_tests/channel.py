@@ -26,6 +26,8 @@ from lmpolicy_grader.trusted_tests.proxies import (SubmissionFunction, Unreadabl
 HANDSHAKE_SECONDS = 10
 INTERRUPT_GRACE_SECONDS = 10
 HEARTBEAT_EVERY = 2.0
+UNENCODABLE = ("it gave the grader a value which the grader cannot read: return tensors, arrays, numbers, strings, "
+               "or lists, tuples and dicts of these")
 
 
 class Channel:
@@ -123,8 +125,10 @@ class Channel:
         if self.broken:
             raise ChannelError(self.broken)
         reply, reply_buffers = self._wait(self._send(data, buffers), self.deadline)
-        if "failed" in reply:
-            raise ChannelError(f"the submission's side of the channel failed: {str(reply['failed'])[:300]}")
+        if "failed" in reply:  # its words are the submission's process's, so they choose between the grader's only
+            if str(reply["failed"]).startswith(f"{codec.NotEncodable.__name__}:"):
+                raise ChannelError(UNENCODABLE)
+            raise ChannelError("the submission's side of the channel failed")
         return reply, reply_buffers
 
     # --- operations ------------------------------------------------------------------------------
@@ -144,10 +148,10 @@ class Channel:
             elif entry.get("kind") == "value":
                 try:
                     found[name] = decoder.decode(entry.get("value"))
-                except codec.NotDecodable as error:
-                    found[name] = Unreadable(name, f"its value could not be read ({error})")
+                except codec.NotDecodable:
+                    found[name] = Unreadable(name, "its value could not be read")  # the codec's words quote the submission
             else:
-                found[name] = Unreadable(name, str(entry.get("why", "outside what the grader can read"))[:300])
+                found[name] = Unreadable(name, "outside what the grader can read")  # not the submission's words
         return found
 
     def call(self, name: str, args: tuple, kwargs: dict, count: str | None = None):
@@ -167,20 +171,20 @@ class Channel:
                                        "count": count}, encoder.buffers)
         if "missing" in reply:
             raise NameError(f"{name} is no longer a function in your notebook")
-        if "raised" in reply:
+        if "raised" in reply:  # what crosses is the exception's kind, never its words (errors.submission_exception)
             raised = reply["raised"] if isinstance(reply["raised"], dict) else {}
-            message = str(raised.get("message", ""))[:1000]
             if raised.get("shortcut"):
-                raise checks.LibraryShortcutUsed(message.splitlines()[0] if message else "a library shortcut")
+                raise checks.LibraryShortcutUsed("it calls a library function that is not available while grading: "
+                                                 "write that part yourself")
             if raised.get("type") == "KeyboardInterrupt":
                 raise CallTimedOut("it was interrupted")
-            raise submission_exception(raised.get("type"), message, raised.get("frames") or [])
+            raise submission_exception(raised.get("type"))
         decoder = codec.Decoder(buffers)
         try:
             result = decoder.decode(reply.get("result"))
             args_after, kwargs_after = decoder.decode(reply.get("args")), decoder.decode(reply.get("kwargs"))
-        except codec.NotDecodable as error:
-            raise ChannelError(f"what it returned could not be read ({error})") from None
+        except codec.NotDecodable:
+            raise ChannelError("what it returned could not be read") from None  # the codec's words quote the submission
         changed = changed_input(list(args), args_after, "args") or changed_input(dict(kwargs), kwargs_after, "kwargs")
         if changed:
             raise InputChanged(f"{name} changed an input it was given ({changed}) in place: it must leave its "
@@ -202,8 +206,8 @@ class Channel:
         reply, buffers = self.request({"op": "vjp", "graph": graph, "grads": header}, encoder.buffers)
         try:
             found = codec.Decoder(buffers).decode(reply.get("grads"))
-        except codec.NotDecodable as error:
-            raise ChannelError(f"the gradient through your function could not be read ({error})") from None
+        except codec.NotDecodable:
+            raise ChannelError("the gradient through your function could not be read") from None
         if not isinstance(found, list):
             raise ChannelError("the gradient through your function is not a list")
         return found
