@@ -413,6 +413,13 @@ def _full_marks(root: Path, student: str) -> dict:
     return {key: maximum for key, (_, maximum) in _autograded(root, student).items()}
 
 
+def _under_the_code_rule(root: Path, notebooks=(NOTEBOOK,)) -> dict:
+    """What a hostile notebook earns beside its honest answer: every hostile cell imports os and glob, outside the
+    code rule (``trusted_tests.constructs``), so each exercise tested below it gets no credit (the tests run and say
+    why); the sandbox's own proofs are the reports and the host."""
+    return {key: 0.0 for key in _full_marks(root, "a_honest") if key[0] in notebooks}
+
+
 def _scores(root: Path, student: str) -> dict:
     return {key: score for key, (score, _) in _autograded(root, student).items()}
 
@@ -443,7 +450,7 @@ def test_a_reader_finds_nothing_of_the_course_and_keeps_what_its_answers_earn(ho
     assert set(seen["home"][context["home"]] or []) <= home_in_view  # at most the way to the Python installation
     assert seen["home"]["/tmp"] is not None and not [n for n in seen["home"]["/tmp"] if MARK in n]
     assert seen["course_files"] == [] and seen["found_anywhere"] > 0  # notebooks of other packages, none of ch11
-    assert _own_notebook(_scores(root, "c_reader")) == _own_notebook(_full_marks(root, "a_honest"))
+    assert _own_notebook(_scores(root, "c_reader")) == _under_the_code_rule(root)
 
 
 def test_running_the_solutions_found_on_disk_earns_nothing(hostile_class):
@@ -468,7 +475,7 @@ def test_no_connection_leaves_the_sandbox(hostile_class):
     assert all(pid is not None for pid in seen["open_loopback_ports"].values()), seen["open_loopback_ports"]
     assert seen["interfaces"] == ["lo"]
     assert listener.accepted == []
-    assert _own_notebook(_scores(root, "e_network")) == _own_notebook(_full_marks(root, "a_honest"))
+    assert _own_notebook(_scores(root, "e_network")) == _under_the_code_rule(root)
 
 
 def test_writes_outside_its_folder_change_nothing_on_the_host(hostile_class, repo_root):
@@ -481,7 +488,7 @@ def test_writes_outside_its_folder_change_nothing_on_the_host(hostile_class, rep
             assert mark not in Path(path).read_text(errors="replace"), path
         else:
             assert not Path(path).exists(), path
-    assert _own_notebook(_scores(root, "f_writer")) == _own_notebook(_full_marks(root, "a_honest"))
+    assert _own_notebook(_scores(root, "f_writer")) == _under_the_code_rule(root)
 
 
 def test_filling_the_disk_stops_at_the_scratch_bound(hostile_class):
@@ -494,7 +501,7 @@ def test_filling_the_disk_stops_at_the_scratch_bound(hostile_class):
             (path, written, error)
     for path in ("/dev/shm/filler", "/filler"):  # read-only: nothing written at all
         assert seen["filled"][path][0] == 0 and seen["filled"][path][1] in ("Permission denied", "Read-only file system")
-    assert _own_notebook(_scores(root, "g_disk_filler")) == _own_notebook(_full_marks(root, "a_honest"))
+    assert _own_notebook(_scores(root, "g_disk_filler")) == _under_the_code_rule(root)
 
 
 def test_no_descriptor_it_reaches_leads_to_a_file_of_the_host(hostile_class):
@@ -519,7 +526,7 @@ def test_nothing_a_notebook_leaves_reaches_a_later_one(hostile_class):
     assert planted["leftovers"] == [] and planted["here"] == []  # ... and found nothing of the first run
     later = _report(root, "b_persist", LATER)    # its next notebook, same folder, after it
     assert later["leftovers"] == [] and later["here"] == []
-    assert _scores(root, "b_persist") == _full_marks(root, "a_honest")  # the planted numpy.py did not reach 05
+    assert _scores(root, "b_persist") == _under_the_code_rule(root, (NOTEBOOK, LATER))  # no grader crash in 05
     for student in REPORTING:
         assert _report(root, student)["leftovers"] == [], student
     folder = root / "autograded" / "b_persist" / "ch11"
@@ -569,7 +576,7 @@ def test_an_endless_loop_is_interrupted_and_costs_its_exercise(hostile_class):
     assert outcome.status == Status.GRADED, outcome.reason
     assert [i for i in outcome.incidents if i["kind"] == Incident.CELL_TIMEOUT], outcome.incidents
     scores, full = _own_notebook(_scores(root, "j_endless_loop")), _own_notebook(_full_marks(root, "a_honest"))
-    assert scores == {**full, HOSTILE_EXERCISE: 0.0}
+    assert scores == {**full, HOSTILE_EXERCISE: 0.0, **_under_the_code_rule(root)}
 
 
 def test_a_loop_that_ignores_interrupts_fails_its_notebook_with_a_reason(hostile_class):
