@@ -239,3 +239,26 @@ def test_every_histogram_numbers_its_ticks_and_the_log_ratio_axis_is_named(demo)
     texts = [text.get_text() for text in demo._curves_figure.figure.findobj(Text)]
     assert any("log-ratio" in text and r"\ell" in text for text in texts), texts
     assert "k3 = e^(−ℓ) − 1 + ℓ" in demo.table.value and "= l" not in demo.table.value
+
+
+def test_the_pictures_say_in_words_what_they_show_and_follow_the_draws():
+    from lmpolicy.demos.kl_estimators import ACCESSIBLE, COLORS
+
+    demo = KLEstimatorDemo(x=0.2, tokens_per_estimate=16, seed=0)
+    demo.widget
+    assert "k2 = ℓ²/2 (dashed line)" in demo._curves_figure.text_widget.value
+    assert "no batch drawn yet" in demo._histogram_figure.text_widget.value
+    assert demo.spoken.value.endswith("no estimate yet.")
+    demo.draw(3)
+    assert "Three histograms of 3 batch estimates of N = 16 tokens each" in demo._histogram_figure.text_widget.value
+    assert f"k3 {demo.readouts()['k3_mean']:.4f}" in demo.spoken.value
+    demo.tokens_selector.value = 64
+    assert "N = 64 tokens, 0 batches" in demo.spoken.value
+    # the three curves differ by line style and marker as well as colour; no text is in a series' colour
+    lines = demo._curves_figure.figure.axes[0].get_lines()[:3]
+    assert len({line.get_linestyle() for line in lines}) == 3 and len({line.get_marker() for line in lines}) == 3
+    for colour in COLORS.values():
+        assert f"color:{colour}" not in demo.table.value.replace(" ", "")
+    classes = {cls for control in (demo.x_slider, demo.tokens_selector, demo.spoken, demo.widget)
+               for cls in control._dom_classes}
+    assert {ACCESSIBLE.root, *ACCESSIBLE.sliders, "lmpolicy-kl-tokens", *ACCESSIBLE.live} <= classes

@@ -198,7 +198,9 @@ def test_show_displays_the_widget(monkeypatch):
     monkeypatch.setattr("IPython.display.display", lambda *objects: shown.extend(objects))
     demo = TiltingDemo()
     demo.show()
-    assert shown == [demo.widget]
+    # the widget, then the script that names its controls for keyboard and screen-reader users
+    assert shown[0] is demo.widget and len(shown) == 2
+    assert "lmpolicy-tilting-demo" in shown[1].data and "data-lm-suppress-shortcuts" in shown[1].data
 
 
 def svg_texts_and_edges(svg: str):
@@ -292,10 +294,14 @@ def test_readouts_compare_three_policies_in_a_short_table(worked):
     # one column per policy, one row per quantity: as short as the four controls beside it
     table = ElementTree.fromstring(worked.readout_panel.value)
     rows = table.findall("tr")
-    assert [th.text for th in rows[0].findall("th")][1:] == ["pi* at this β", "pi_ref at T", "pi_ref"]
+    # each column headed by its policy's name (after a swatch of its colour: the name, not the colour, says it)
+    assert ["".join(th.itertext()).strip() for th in rows[0].findall("th")][1:] == ["pi* at this β", "pi_ref at T",
+                                                                                     "pi_ref"]
+    assert all(th.get("scope") == "col" for th in rows[0].findall("th")[1:])
     assert len(rows) <= 6
     readouts = worked.readouts()
-    row = {tr.find("td").text: [td.findtext("span") or td.text for td in tr.findall("td")[1:]] for tr in rows[1:]}
+    # each row headed by its quantity (a row header, for a screen reader)
+    row = {tr.find("th").text: [td.findtext("span") or td.text for td in tr.findall("td")] for tr in rows[1:]}
     assert row["E[r]"] == [f"{readouts[k]:.3f}" for k in ("expected_reward", "temperature_expected_reward",
                                                           "reference_expected_reward")]
     assert row["J = E[r] − β·KL"][0] == "0.892" and row["KL from pi_ref"][2] == "0"
@@ -309,3 +315,36 @@ def test_scenario_menu_names_the_vocabulary(worked):
                       "Likely answers are good answers (vocabulary a, b, c)",
                       "Reward model with a blind spot (vocabulary a, b, c)"]
     assert "two tokens" in worked.widget.children[0].value  # the header says how long responses are
+
+
+def test_the_picture_and_the_tree_say_in_words_what_they_show_and_follow_the_slider(worked):
+    words = worked._figure.text_widget.value
+    assert "data-describes='lmpolicy-tilting-picture'" in words and "pi*: aa 0.172, ab 0.312, ba 0.061, bb 0.454" in words
+    assert "lmpolicy-tilting-picture" in worked._figure.widget._dom_classes  # the picture the words name
+    tree = ElementTree.fromstring(worked.tree.value)
+    assert tree.get("role") == "img" and tree.get("aria-label").startswith("Token tree. start: V = 0.892")
+    assert worked.spoken.value.startswith("β = 1, T = 1: pi* has E[r] 1.221")
+    worked.beta_slider.value = 0.5
+    assert "pi* at β = 0.5 is at KL" in worked._figure.text_widget.value
+    assert worked.spoken.value.startswith("β = 0.5,") and "likeliest response is bb (0.756)" in worked.spoken.value
+
+
+def test_no_text_is_told_apart_by_colour_alone_and_all_of_it_takes_the_themes_colours(worked):
+    from lmpolicy.demos.tilting import COLORS
+
+    worked.scenario_dropdown.value = "blind_spot"
+    worked.temperature_toggle.value = True
+    for html in (worked.readout_panel.value, worked.responses_table.value, worked.tree.value, worked.legend.value):
+        for colour in COLORS.values():  # a series' colour only in a swatch (aria-hidden), never on text
+            assert f"color:{colour}" not in html.replace(" ", "") and f"fill='{colour}'" not in worked.tree.value
+    assert "fill='black'" not in worked.tree.value and "fill='currentColor'" in worked.tree.value  # dark theme
+
+
+def test_the_front_end_script_names_every_control_the_demo_has(worked):
+    from lmpolicy.demos.tilting import ACCESSIBLE
+
+    classes = {cls for control in (worked.scenario_dropdown, worked.beta_slider, worked.temperature_slider,
+                                   worked.spoken, worked.widget) for cls in control._dom_classes}
+    assert {ACCESSIBLE.root, *ACCESSIBLE.sliders, *ACCESSIBLE.selects, *ACCESSIBLE.live} <= classes
+    script = ACCESSIBLE.script()
+    assert '"β, the weight of the KL penalty"' in script and "aria-valuetext" in script and "stopPropagation" in script

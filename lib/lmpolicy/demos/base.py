@@ -25,11 +25,40 @@ LINE_HEIGHT = 1.3
 TABLE_STYLE = f"line-height: {LINE_HEIGHT}; white-space: nowrap"
 
 
+# Text takes JupyterLab's theme colours (legible in the light and the dark theme alike, at AA contrast); a
+# series' colour is shown by a swatch beside its name, never as the colour of text (some series colours fall
+# under 3:1 against one theme or the other).
+NOTE_COLOR = "var(--jp-content-font-color1)"
+
+
 def text_block(html: str, note: bool = False) -> str:
-    """``html`` as a block of text with ordinary line spacing; ``note``: in a smaller, grey type,
-    for the explanations below a demo's controls and pictures."""
-    style = f"line-height: {LINE_HEIGHT}" + ("; font-size: 0.92em; color: #555" if note else "")
+    """``html`` as a block of text with ordinary line spacing; ``note``: in a smaller type, for the
+    explanations below a demo's controls and pictures."""
+    style = f"line-height: {LINE_HEIGHT}" + (f"; font-size: 0.92em; color: {NOTE_COLOR}" if note else "")
     return f"<div style='{style}'>{html}</div>"
+
+
+def swatch(color: str, line: str | None = None, marker: str = "", hatch: bool = False) -> str:
+    """A small picture of a series, to put before its name: a filled square (a bar: ``hatch`` for a
+    hatched one), or a line of style ``line`` ("solid", "dashed", "dotted", "dashdot") with ``marker``
+    drawn on it. Hidden from screen readers: the name beside it says which series it is."""
+    if line is None:
+        fill = (f"repeating-linear-gradient(45deg, {color} 0 2px, transparent 2px 4px)" if hatch else color)
+        return (f"<span aria-hidden='true' style='display:inline-block; width:0.8em; height:0.8em; "
+                f"background:{fill}; border:1px solid {color}; vertical-align:-0.05em'></span>")
+    dashes = {"solid": "", "dashed": "5 3", "dotted": "1.5 2.5", "dashdot": "6 2.5 1.5 2.5"}[line]
+    dot = ""
+    if marker == "o":
+        dot = f"<circle cx='12' cy='5' r='3.2' fill='{color}'/>"
+    elif marker == "s":
+        dot = f"<rect x='9' y='2' width='6' height='6' fill='{color}'/>"
+    elif marker == "D":
+        dot = f"<polygon points='12,1.5 15.5,5 12,8.5 8.5,5' fill='{color}'/>"
+    elif marker == "open":
+        dot = f"<circle cx='12' cy='5' r='3' fill='white' stroke='{color}' stroke-width='1.5'/>"
+    return (f"<svg aria-hidden='true' width='24' height='10' style='vertical-align:0'>"
+            f"<line x1='0' y1='5' x2='24' y2='5' stroke='{color}' stroke-width='2' stroke-dasharray='{dashes}'/>"
+            f"{dot}</svg>")
 
 
 class DemoNotAvailableWhileGrading(CheckFailed):
@@ -161,14 +190,22 @@ class WidgetDemo:
             self._widget = self._build_widget()
         return self._widget
 
+    # What the demo's front end must say beyond ipywidgets (lmpolicy.demos.accessible): set by each demo.
+    _ACCESSIBLE = None
+
     def show(self) -> None:
-        """Display the demo in the notebook (under the grader: print a one-line note instead)."""
+        """Display the demo in the notebook (under the grader: print a one-line note instead), and the
+        script that names its controls for keyboard and screen-reader users (``lmpolicy.demos.accessible``)."""
         if running_under_grader():
             print(GRADER_NOTE)
             return
         from IPython.display import display
 
+        from lmpolicy.demos.accessible import front_end
+
         display(self.widget)
+        if self._ACCESSIBLE is not None:
+            display(front_end(self._ACCESSIBLE))
 
 
 _guard_public_members(WidgetDemo)  # ``widget``: a stand-in builds no widgets
@@ -184,3 +221,20 @@ def format_number(value: float, digits: int, *, signed: bool = False) -> str:
     if float(text) == 0.0:
         return f"{0.0:.{digits}f}"
     return text
+
+
+def hidden_html(value: str = ""):
+    """An HTML widget in the page, read by screen readers, but out of sight: no height, its overflow hidden
+    (not display: none, which would hide it from screen readers too)."""
+    import ipywidgets as w
+
+    return w.HTML(value, layout=w.Layout(height="0px", overflow="hidden", margin="0"))
+
+
+def spoken_readout(css_class: str):
+    """An HTML widget for the sentence a screen reader says after each change of a demo (a polite live
+    region, ``lmpolicy.demos.accessible``), out of sight (``hidden_html``): the tables beside the pictures
+    already show its numbers."""
+    widget = hidden_html()
+    widget.add_class(css_class)
+    return widget

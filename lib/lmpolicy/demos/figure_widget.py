@@ -16,10 +16,18 @@ pixel: a 10-point label is 13 px high), so a figure of width ``w`` inches takes 
 the notebook. The demos keep theirs within ``MAX_WIDTH_PX``, which fits the output area of a laptop:
 848 px in a 1280 px wide JupyterLab with the file browser open (its default layout). In a narrower
 output area the picture shrinks to fit (keeping its proportions) instead of being cut off.
+
+Every picture has a text alternative that says what it shows (``describe``). ipywidgets has no ``alt`` for an
+Image (and its tooltip breaks the view of a widget without a description), so the words go into
+``text_widget``, an HTML widget out of sight beside the picture, as ``<p data-describes="<the picture's class>">``;
+the demo's front-end script (``lmpolicy.demos.accessible``) sets them as the picture's ``alt``. A demo describes
+its picture again whenever it redraws it, so the words follow the plot.
 """
 from __future__ import annotations
 
 import io
+
+import html
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -36,7 +44,7 @@ class FigureImage:
     opens a comm until the demo is shown) displays the latest ``redraw()``.
     """
 
-    def __init__(self, width: float, height: float, dpi: int = DPI) -> None:
+    def __init__(self, width: float, height: float, dpi: int = DPI, name: str = "lmpolicy-picture") -> None:
         if width * dpi > MAX_WIDTH_PX:
             raise ValueError(f"a demo figure must fit {MAX_WIDTH_PX} px, got {width} in at {dpi} dpi "
                              f"= {width * dpi:.0f} px")
@@ -45,6 +53,9 @@ class FigureImage:
         self._moving = []
         self._background = None
         self._widget = None
+        self._text_widget = None
+        self.name = name  # the picture's CSS class: its text alternative names it
+        self.description = ""
 
     def set_moving(self, artists) -> None:
         """The artists redrawn on every update (replacing any earlier list); forces a full render."""
@@ -80,7 +91,26 @@ class FigureImage:
             # where there is not, and height "auto" keeps its proportions then
             self._widget = ipywidgets.Image(value=self.png(), format="png",
                                             layout=ipywidgets.Layout(width=f"{width}px", height="auto"))
+            self._widget.add_class(self.name)
         return self._widget
+
+    @property
+    def text_widget(self):
+        """The picture's text alternative as an HTML widget out of sight (no height), to place beside ``widget``."""
+        if self._text_widget is None:
+            from lmpolicy.demos.base import hidden_html
+
+            self._text_widget = hidden_html(self._described())
+        return self._text_widget
+
+    def _described(self) -> str:
+        return f"<p data-describes='{html.escape(self.name, quote=True)}'>{html.escape(self.description)}</p>"
+
+    def describe(self, text: str) -> None:
+        """The picture's text alternative: what it shows now, in words (kept in step with ``redraw``)."""
+        self.description = text
+        if self._text_widget is not None and self._text_widget.value != self._described():
+            self._text_widget.value = self._described()
 
     def redraw(self, full: bool = False) -> None:
         """Show the figure's current state; ``full=True`` after changes beyond the moving artists."""

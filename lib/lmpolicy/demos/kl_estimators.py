@@ -28,7 +28,8 @@ import math
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from lmpolicy.demos.base import TABLE_STYLE, WidgetDemo, format_number, text_block
+from lmpolicy.demos.accessible import Accessible, Slider
+from lmpolicy.demos.base import TABLE_STYLE, WidgetDemo, format_number, spoken_readout, swatch, text_block
 from lmpolicy.demos.figure_widget import FigureImage
 from lmpolicy.exact.kl import ESTIMATORS, estimator_moments
 from lmpolicy.exact.scenarios import KL_DEMO_DEFAULT_X, KL_DEMO_REF_PROBS, kl_demo_policy
@@ -37,6 +38,10 @@ from lmpolicy import variants
 TOKENS_PER_ESTIMATE = (1, 4, 16, 64, 256)
 FORMULAS = {"k1": "k1 = ℓ", "k2": "k2 = ℓ²/2", "k3": "k3 = e^(−ℓ) − 1 + ℓ"}
 COLORS = {"k1": "#1f77b4", "k2": "#ff7f0e", "k3": "#2ca02c"}
+# The three curves and the three means differ by line style and marker too, not by colour alone.
+LINES = {"k1": "solid", "k2": "dashed", "k3": "dashdot"}
+MATPLOTLIB_LINES = {"solid": "-", "dashed": "--", "dashdot": "-."}
+MARKERS = {"k1": "o", "k2": "s", "k3": "D"}
 HISTOGRAM_BINS = 40
 HISTOGRAM_TICKS = 5
 HISTOGRAM_HALF_WIDTH = 4.0  # histogram range: exact KL +- this many standard deviations of a batch estimate
@@ -46,6 +51,15 @@ PLAY_STEPS = 500  # Play stops after this many steps (10,000 batches)
 REFERENCES = {"chapter": "the chapter's", "yours": "yours (11.9(d))"}
 PLAY_HELP = (f"▶ Play draws {BATCHES_PER_PLAY_STEP} batches every {PLAY_INTERVAL_MS / 1000:g} s "
              f"until you press ■ Stop")
+
+
+ACCESSIBLE = Accessible(
+    root="lmpolicy-kl-demo", name="KL estimators demo",
+    sliders={"lmpolicy-kl-x": Slider("x: how far pi_theta moves from pi_ref (below 0 sharper, above 0 flatter)", "x")},
+    groups={"lmpolicy-kl-tokens": "tokens per estimate N", "lmpolicy-kl-reference": "pi_ref"},
+    play={"play": f"Play: draw {BATCHES_PER_PLAY_STEP} batches every {PLAY_INTERVAL_MS / 1000:g} s",
+          "pause": "Pause", "stop": "Stop", "retweet": "Repeat"},
+    live=("lmpolicy-kl-spoken",))
 
 
 def _check_x(x) -> float:
@@ -91,6 +105,8 @@ class KLEstimatorDemo(WidgetDemo):
     Under nbgrader (validate or grading) it computes nothing: ``show()`` prints one line, and anything
     else raises ``DemoNotAvailableWhileGrading`` (``lmpolicy.demos.base``).
     """
+
+    _ACCESSIBLE = ACCESSIBLE
 
     def __init__(self, x: float = KL_DEMO_DEFAULT_X, tokens_per_estimate: int = 16, seed: int = 0,
                  reference: str = "chapter") -> None:
@@ -219,6 +235,7 @@ class KLEstimatorDemo(WidgetDemo):
 
         self.table = w.HTML()
         self.status_line = w.HTML()
+        self.spoken = spoken_readout("lmpolicy-kl-spoken")
         self._build_figure()
         self.x_slider = w.FloatSlider(value=self.x, min=-1.0, max=1.0, step=0.05, readout_format=".2f",
                                       description="x", continuous_update=True,
@@ -256,15 +273,15 @@ class KLEstimatorDemo(WidgetDemo):
             "<b>Three ways to estimate a KL.</b> One position, eight tokens; pi_theta ∝ pi_ref<sup>1−x</sup>: "
             "x &lt; 0 makes pi_theta sharper than pi_ref, x &gt; 0 flatter (x = 1: uniform). Each batch "
             "draws N tokens from pi_theta; its estimate is the mean of k over them."))
-        legend = " &nbsp; ".join(f"<span style='color:{COLORS[name]}'><b>{FORMULAS[name]}</b></span>"
-                                 for name in ESTIMATORS)
+        legend = " &nbsp; ".join(f"{swatch(COLORS[name], LINES[name], MARKERS[name])} <b>{FORMULAS[name]}</b> "
+                                 f"({LINES[name].replace('dashdot', 'dash-dot')})" for name in ESTIMATORS)
         curves_caption = w.HTML(text_block(
             f"What one sampled token adds, against its log-ratio ℓ = log pi_theta/pi_ref: {legend}. "
             f"Black dots: the eight tokens, sized by how often pi_theta samples them."))
         histograms_caption = w.HTML(text_block(
             "The batch estimates so far (one x-axis for all three, tallest bar scaled to the top). "
-            "Dashed: the exact KL; solid: the mean of the estimates; a number at an edge counts the "
-            "estimates beyond it."))
+            "Black dotted: the exact KL; in each estimator's colour and line style: the mean of its estimates; "
+            "a number at an edge counts the estimates beyond it."))
         notes = w.HTML(text_block(
             "<b>The table.</b> (exact …): the value the column tends to as batches accumulate. "
             "Tokens &lt; 0: the share of single sampled tokens whose k is negative. Below exact KL: "
@@ -276,12 +293,14 @@ class KLEstimatorDemo(WidgetDemo):
                            layout=w.Layout(margin="0 24px 0 0")),
                     w.HBox([w.Label("tokens per estimate N"), self.tokens_selector])], layout=row),
             w.HBox([self.draw_button, self.reset_button, self.play, self.play_label], layout=row),
-            self.status_line,
+            self.status_line, self.spoken,
         ])
         self._refresh()
-        box = w.VBox([header, controls, curves_caption, self._curves_figure.widget, histograms_caption,
-                      self._histogram_figure.widget, self.table, notes])
+        box = w.VBox([header, controls, curves_caption, self._curves_figure.widget, self._curves_figure.text_widget,
+                      histograms_caption, self._histogram_figure.widget, self._histogram_figure.text_widget,
+                      self.table, notes])
         box.add_class("lmpolicy-kl-demo")
+        box.add_class("lmpolicy-demo")
         return box
 
     def _on_play(self, change) -> None:
@@ -303,12 +322,13 @@ class KLEstimatorDemo(WidgetDemo):
         # their x-range with x and N. Only tick labels and the counts of estimates beyond the range
         # are text in them: text is most of Agg's drawing time, so captions and legend live in HTML
         # around the pictures.
-        self._curves_figure = FigureImage(width=8.6, height=1.9)
+        self._curves_figure = FigureImage(width=8.6, height=1.9, name="lmpolicy-kl-curves")
         curves = self._curves_figure.figure.add_axes((0.065, 0.14, 0.925, 0.83))
         ratios = np.linspace(-4.0, 3.0, 300)
         for name in ESTIMATORS:
             values = {"k1": ratios, "k2": 0.5 * ratios ** 2, "k3": np.expm1(-ratios) + ratios}[name]
-            curves.plot(ratios, values, color=COLORS[name])
+            curves.plot(ratios, values, color=COLORS[name], linestyle=MATPLOTLIB_LINES[LINES[name]], linewidth=1.8,
+                        marker=MARKERS[name], markevery=(ESTIMATORS.index(name) * 10, 30), markersize=5)
         curves.axhline(0.0, color="0.6", linewidth=0.8)
         curves.set_xlim(-4.0, 3.0)
         curves.set_ylim(-2.5, 5.0)
@@ -320,7 +340,7 @@ class KLEstimatorDemo(WidgetDemo):
         tokens = len(self.p_theta)
         self._token_dots = curves.scatter(np.zeros(tokens), np.zeros(tokens), color="black", zorder=3, clip_on=False)
         self._curves_figure.set_moving([self._token_dots])
-        self._histogram_figure = FigureImage(width=8.6, height=1.8)
+        self._histogram_figure = FigureImage(width=8.6, height=1.8, name="lmpolicy-kl-histograms")
         grid = self._histogram_figure.figure.add_gridspec(1, 3, left=0.02, right=0.98, bottom=0.17, top=0.97,
                                                           wspace=0.1)
         # The x-range follows x and N. Matplotlib's tick machinery is most of a full render, so each
@@ -331,15 +351,15 @@ class KLEstimatorDemo(WidgetDemo):
             axes.set_xticks([])
             axes.set_yticks([])
             axes.set_ylim(0.0, 1.15)
-            axes.text(0.02, 0.97, name, transform=axes.transAxes, va="top", color=COLORS[name],
-                      fontweight="bold")
+            axes.text(0.02, 0.97, name, transform=axes.transAxes, va="top", color="black", fontweight="bold")
             along_bottom = axes.get_xaxis_transform()  # x in data units, y in axes units
             edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
             self._histograms[name] = {
                 "axes": axes,
                 "bars": axes.stairs(np.zeros(HISTOGRAM_BINS), edges, fill=True, color=COLORS[name], alpha=0.6),
-                "mean_line": axes.axvline(0.0, color=COLORS[name], linewidth=2.0),
-                "exact_line": axes.axvline(0.0, color="black", linestyle="--", linewidth=1.2),
+                "mean_line": axes.axvline(0.0, color=COLORS[name], linestyle=MATPLOTLIB_LINES[LINES[name]],
+                                          linewidth=2.0),
+                "exact_line": axes.axvline(0.0, color="black", linestyle=":", linewidth=1.4),
                 "tick_marks": axes.plot([], [], linestyle="none", marker="|", markersize=7, color="black",
                                         transform=along_bottom, clip_on=False)[0],
                 # drawn here, not by matplotlib's tick machinery: that is most of a full render
@@ -348,9 +368,9 @@ class KLEstimatorDemo(WidgetDemo):
                                 for _ in range(HISTOGRAM_TICKS + 2)],
                 # how many estimates lie beyond each end of the x-range (they have no bin)
                 "beyond": {"below": axes.text(0.02, 0.80, "", transform=axes.transAxes, ha="left", va="top",
-                                              fontsize=9, color=COLORS[name], fontweight="bold"),
+                                              fontsize=9, color="black", fontweight="bold"),
                            "above": axes.text(0.98, 0.80, "", transform=axes.transAxes, ha="right", va="top",
-                                              fontsize=9, color=COLORS[name], fontweight="bold")},
+                                              fontsize=9, color="black", fontweight="bold")},
             }
         self._histogram_figure.set_moving([artist for parts in self._histograms.values()
                                            for artist in (parts["bars"], parts["mean_line"], parts["exact_line"],
@@ -410,13 +430,17 @@ class KLEstimatorDemo(WidgetDemo):
                 if index < len(ticks):
                     label.set_x(ticks[index])
                     label.set_text(f"{round(ticks[index], 10):g}")
+        self._curves_figure.describe(curves_description(ratios, self.p_theta))
         self._curves_figure.redraw()
+        self._histogram_figure.describe(histograms_description(readouts, histograms))
         self._histogram_figure.redraw(full=(edges[0], edges[-1]) != self._histogram_range)
         self._histogram_range = (edges[0], edges[-1])
         self.table.value = readout_table(readouts)
-        colour = "#a04000" if self.cleared else "inherit"  # a clearing stands out; the plain rule does not
-        self.status_line.value = text_block(f"<span class='lmpolicy-kl-status' style='color:{colour}'>"
-                                            f"{html.escape(self.status())}</span>")
+        # a clearing stands out by its sign and weight (in the theme's text colour, legible in either theme)
+        weight, sign = ("bold", "⚠ ") if self.cleared else ("normal", "")
+        self.status_line.value = text_block(f"<span class='lmpolicy-kl-status' style='font-weight:{weight}'>"
+                                            f"{sign}{html.escape(self.status())}</span>")
+        self.spoken.value = html.escape(spoken_summary(readouts))
 
 
 def _tokens(n: int) -> str:
@@ -439,7 +463,7 @@ def readout_table(readouts: dict) -> str:
     column that has an exact value shows it in brackets after the sampled one."""
     head = ("<tr><th></th><th>mean of estimates</th><th>bias <small>(exact)</small></th>"
             "<th>std. dev. <small>(exact)</small></th><th>tokens &lt; 0 <small>(exact)</small></th>"
-            "<th>below exact KL</th></tr>")
+            "<th>below exact KL</th></tr>").replace("<th>", "<th scope='col'>")
 
     def with_exact(name: str, measure: str, **options) -> str:
         return (f"{_number(readouts, f'{name}_{measure}', **options)} "
@@ -448,7 +472,7 @@ def readout_table(readouts: dict) -> str:
     rows = []
     for name in ESTIMATORS:
         rows.append(
-            f"<tr><th style='text-align:left; color:{COLORS[name]}'>{FORMULAS[name]}</th>"
+            f"<tr><th scope='row' style='text-align:left'>{FORMULAS[name]}</th>"
             f"<td>{_number(readouts, f'{name}_mean', 4)}</td>"
             f"<td>{with_exact(name, 'bias', digits=4)}</td>"
             f"<td>{with_exact(name, 'std', digits=4)}</td>"
@@ -459,3 +483,39 @@ def readout_table(readouts: dict) -> str:
                f'batches drawn: <span data-readout="batches">{int(readouts["batches"])}</span>')
     return (f"{text_block(summary)}<table class='lmpolicy-readouts' "
             f"style='border-spacing: 12px 1px; text-align: right; {TABLE_STYLE}'>{head}{''.join(rows)}</table>")
+
+
+def curves_description(ratios: np.ndarray, p_theta: np.ndarray) -> str:
+    """The curves picture in words (its text alternative): the three curves, and where the tokens sit."""
+    tokens = ", ".join(f"ℓ = {ratio:.2f} (pi_theta {p:.3f})" for ratio, p in zip(ratios, p_theta))
+    curves = "; ".join(f"{FORMULAS[name]} ({LINES[name].replace('dashdot', 'dash-dot')} line)" for name in ESTIMATORS)
+    return (f"Curves of what one sampled token adds against its log-ratio ℓ: {curves}; k2 and k3 are never "
+            f"negative, k1 is below 0 wherever ℓ is. The eight tokens sit on the axis at {tokens}.")
+
+
+def histograms_description(readouts: dict, histograms: dict) -> str:
+    """The histograms in words (their text alternative): per estimator, how many estimates, their mean and spread."""
+    batches = int(readouts["batches"])
+    exact = f"the exact KL, {readouts['exact_kl']:.4f}, is the dotted line"
+    if batches == 0:
+        return f"Three histograms of batch estimates, k1, k2 and k3, empty: no batch drawn yet; {exact}."
+    parts = []
+    for name in ESTIMATORS:
+        beyond = histograms[name]["below"] + histograms[name]["above"]
+        spread = (f", standard deviation {readouts[f'{name}_std']:.4f}" if math.isfinite(readouts[f"{name}_std"])
+                  else "")
+        parts.append(f"{name}: mean {readouts[f'{name}_mean']:.4f}{spread}"
+                     + (f", {beyond:,} outside the range shown" if beyond else ""))
+    return (f"Three histograms of {batches:,} batch estimates of N = {_tokens(int(readouts['tokens_per_estimate']))} "
+            f"each; {exact}. " + "; ".join(parts) + ".")
+
+
+def spoken_summary(readouts: dict) -> str:
+    """One sentence said after every change (the live readout)."""
+    batches = int(readouts["batches"])
+    head = (f"x = {readouts['x']:.2f}, N = {_tokens(int(readouts['tokens_per_estimate']))}, "
+            f"{batches:,} batch{'es' if batches != 1 else ''}: exact KL {readouts['exact_kl']:.4f}")
+    if batches == 0:
+        return head + "; no estimate yet."
+    means = ", ".join(f"{name} {readouts[f'{name}_mean']:.4f}" for name in ESTIMATORS)
+    return f"{head}; mean estimates {means}."

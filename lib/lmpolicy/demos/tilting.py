@@ -20,7 +20,8 @@ import math
 
 import numpy as np
 
-from lmpolicy.demos.base import TABLE_STYLE, WidgetDemo, format_number, text_block
+from lmpolicy.demos.accessible import Accessible, Slider
+from lmpolicy.demos.base import TABLE_STYLE, WidgetDemo, format_number, spoken_readout, swatch, text_block
 from lmpolicy.demos.figure_widget import FigureImage
 from lmpolicy.exact.kl import kl
 from lmpolicy import variants
@@ -42,6 +43,11 @@ TEMPERATURE_RANGE = tuple(10.0 ** e for e in TEMPERATURE_LOG_RANGE)
 CURVE_POINTS = 200
 
 COLORS = {"ref": "#7f7f7f", "star": "#6a3d9a", "temperature": "#2ca02c", "true": "#d62728"}
+# Each series is told apart by more than its colour: its curve's line style, its dot's marker and its bars'
+# hatching (for colour-blind eyes, and for a print in grey).
+LINES = {"star": "solid", "temperature": "dotted", "true": "dashed"}
+MARKERS = {"ref": "D", "star": "o", "temperature": "s", "true": "open"}
+HATCHES = {"ref": "", "star": "///", "temperature": "..."}
 TEMPERATURE_MEANING = "token-level sampling temperature: T < 1 sharpens every next-token distribution"
 # The controls' column, beside the readouts: together they fit a laptop's 848 px output area.
 CONTROL_WIDTH_PX = 400
@@ -70,6 +76,14 @@ def _check_in_range(value: float, name: str, bounds: tuple[float, float]) -> flo
     return value
 
 
+ACCESSIBLE = Accessible(
+    root="lmpolicy-tilting-demo", name="Tilting demo",
+    sliders={"lmpolicy-tilting-beta": Slider("β, the weight of the KL penalty", "β"),
+             "lmpolicy-tilting-temperature": Slider("T, the sampling temperature of pi_ref", "T")},
+    selects={"lmpolicy-tilting-scenario": "scenario"},
+    live=("lmpolicy-tilting-spoken",))
+
+
 class TiltingDemo(WidgetDemo):
     """The tilting demo: state, readouts, and (on first use of ``widget``) its controls.
 
@@ -88,6 +102,8 @@ class TiltingDemo(WidgetDemo):
     Under nbgrader (validate or grading) it computes nothing: ``show()`` prints one line, and anything
     else raises ``DemoNotAvailableWhileGrading`` (``lmpolicy.demos.base``).
     """
+
+    _ACCESSIBLE = ACCESSIBLE
 
     def __init__(self, scenario: str = "worked", beta: float = 1.0, temperature: float = 1.0,
                  show_temperature: bool = False) -> None:
@@ -208,6 +224,7 @@ class TiltingDemo(WidgetDemo):
         self.responses_table = w.HTML()
         self.readout_panel = w.HTML(layout=w.Layout(margin="0 0 0 16px"))
         self.legend = w.HTML()
+        self.spoken = spoken_readout("lmpolicy-tilting-spoken")
         self._build_figure()
         control = {"layout": w.Layout(width=f"{CONTROL_WIDTH_PX}px"),
                    "style": {"description_width": f"{DESCRIPTION_WIDTH_PX}px"}}
@@ -248,24 +265,27 @@ class TiltingDemo(WidgetDemo):
                            self.temperature_toggle])
         self._refresh(rebuild=True)
         row = w.Layout(flex_flow="row wrap")  # in a narrower output area the right part goes below
-        box = w.VBox([title, w.HBox([controls, self.readout_panel], layout=row), self.legend, self._figure.widget,
-                      w.HBox([self.tree, self.responses_table], layout=row), notes])
+        box = w.VBox([title, w.HBox([controls, self.readout_panel], layout=row), self.spoken, self.legend,
+                      self._figure.widget, self._figure.text_widget, w.HBox([self.tree, self.responses_table],
+                                                                             layout=row), notes])
         box.add_class("lmpolicy-tilting-demo")
+        box.add_class("lmpolicy-demo")
         return box
 
     # -- figure: response bars and the reward-KL plane ---------------------------------------
 
     def _build_figure(self) -> None:
-        self._figure = FigureImage(width=8.6, height=2.5)
+        self._figure = FigureImage(width=8.6, height=2.5, name="lmpolicy-tilting-picture")
         figure = self._figure.figure
         self._bars_axes = figure.add_axes((0.07, 0.2, 0.40, 0.77))
         self._plane_axes = figure.add_axes((0.575, 0.2, 0.41, 0.77))
         plane = self._plane_axes
-        self._frontier_line, = plane.plot([], [], color=COLORS["star"], linewidth=2)
-        self._true_line, = plane.plot([], [], color=COLORS["true"], linestyle="--", linewidth=1.5)
-        self._temperature_line, = plane.plot([], [], color=COLORS["temperature"], linewidth=1.5)
-        self._reference_dot, = plane.plot([], [], "o", color=COLORS["ref"], markersize=7)
-        self._temperature_dot, = plane.plot([], [], "o", color=COLORS["temperature"], markersize=9)
+        self._frontier_line, = plane.plot([], [], color=COLORS["star"], linestyle=LINES["star"], linewidth=2)
+        self._true_line, = plane.plot([], [], color=COLORS["true"], linestyle=LINES["true"], linewidth=1.5)
+        self._temperature_line, = plane.plot([], [], color=COLORS["temperature"], linestyle=LINES["temperature"],
+                                             linewidth=2)
+        self._reference_dot, = plane.plot([], [], "D", color=COLORS["ref"], markersize=7)
+        self._temperature_dot, = plane.plot([], [], "s", color=COLORS["temperature"], markersize=8)
         self._true_dot, = plane.plot([], [], "o", markerfacecolor="white", color=COLORS["true"], markersize=8)
         self._star_dot, = plane.plot([], [], "o", color=COLORS["star"], markersize=10)
         plane.set_xlabel("KL(pi ‖ pi_ref)")
@@ -279,7 +299,9 @@ class TiltingDemo(WidgetDemo):
         responses = self.scenario.model.responses
         positions = np.arange(len(responses))
         width = 0.27
-        self._bars = {key: axes.bar(positions + offset, np.zeros(len(responses)), width, color=COLORS[key])
+        self._bars = {key: axes.bar(positions + offset, np.zeros(len(responses)), width, color=COLORS[key],
+                                    hatch=HATCHES[key], edgecolor="white" if HATCHES[key] else COLORS[key],
+                                    linewidth=0)
                       for key, offset in (("ref", -width), ("star", 0.0), ("temperature", width))}
         self._figure.set_moving([bar for bars in self._bars.values() for bar in bars]
                                 + [self._star_dot, self._true_dot, self._temperature_dot])
@@ -316,12 +338,15 @@ class TiltingDemo(WidgetDemo):
         self._star_dot.set_data([readouts["kl"]], [readouts["expected_reward"]])
         self._true_dot.set_data([readouts["kl"]], [readouts["true_expected_reward"]])
         self._temperature_dot.set_data([readouts["temperature_kl"]], [readouts["temperature_expected_reward"]])
+        self._figure.describe(picture_description(view, readouts, self.show_temperature,
+                                                  self.scenario.has_blind_spot))
         self._figure.redraw(full=rebuild)
-        self.tree.value = token_tree_svg(self.scenario.model.tokens, self.scenario.model.depth,
-                                         self.token_view())
+        tokens = self.token_view()
+        self.tree.value = token_tree_svg(self.scenario.model.tokens, self.scenario.model.depth, tokens)
         self.responses_table.value = response_table(view, self.show_temperature,
                                                     self.scenario.has_blind_spot)
         self.readout_panel.value = readout_panel(readouts, self.scenario.has_blind_spot)
+        self.spoken.value = html.escape(spoken_summary(view, readouts))
 
 
 # -- HTML and SVG views ------------------------------------------------------------------------
@@ -342,35 +367,71 @@ READOUT_ROWS = (
 )
 
 
-def _colored(key: str, text: str) -> str:
-    return f"<span style='color:{COLORS[key]}'>{text}</span>"
+def _curve(key: str, text: str) -> str:
+    """``text`` after a picture of series ``key``'s curve and dot (its colour, line style and marker)."""
+    return f"{swatch(COLORS[key], LINES.get(key, 'solid'), MARKERS[key])} {text}"
+
+
+def _dot(key: str, text: str) -> str:
+    return f"{swatch(COLORS[key])} {text}"
+
+
+def _bar(key: str, text: str) -> str:
+    return f"{swatch(COLORS[key], hatch=bool(HATCHES[key]))} {text}"
 
 
 def figure_legend(blind_spot: bool) -> str:
-    """What the picture's colours mean (HTML above it: text in the picture would slow every redraw)."""
-    plane = (f"{_colored('star', '— pi* for every β, ● this β')}; "
-             f"{_colored('temperature', '— pi_ref at every T, ● this T')}; {_colored('ref', '● pi_ref')}")
+    """What the picture's series are (HTML above it: text in the picture would slow every redraw): each named
+    in words beside a small picture of its line style, marker or bar hatching, never by colour alone."""
+    plane = (f"{_curve('star', 'pi* for every β, ● this β')}; "
+             f"{_curve('temperature', 'pi_ref at every T, ■ this T')}; {_dot('ref', '◆ pi_ref')}")
     if blind_spot:
-        plane += "; " + _colored("true", "╌ the true reward of pi*, ○ this β (the reward model is wrong on "
-                                         "\"cc\")")
-    return text_block(f"<b>Left</b>, the responses' probabilities: {_colored('ref', '■ pi_ref')} "
-                      f"{_colored('star', '■ pi*')} {_colored('temperature', '■ pi_ref at T')} (when ticked). "
+        plane += "; " + _curve("true", "the true reward of pi*, ○ this β (the reward model is wrong on \"cc\")")
+    return text_block(f"<b>Left</b>, the responses' probabilities: {_bar('ref', 'pi_ref')} "
+                      f"{_bar('star', 'pi*')} {_bar('temperature', 'pi_ref at T')} (when ticked). "
                       f"<b>Right</b>, the reward-KL plane, every policy a point (KL from pi_ref, E[r]): {plane}.")
+
+
+def picture_description(view: dict, readouts: dict, show_temperature: bool, blind_spot: bool) -> str:
+    """The picture in words (its text alternative): every bar's height, and where each dot of the plane is."""
+    def probabilities(column: str) -> str:
+        return ", ".join(f"{response} {row[column]:.3f}" for response, row in view.items())
+
+    bars = f"pi_ref: {probabilities('pi_ref')}; pi*: {probabilities('pi_star')}"
+    if show_temperature:
+        bars += f"; pi_ref at T = {readouts['temperature']:.3g}: {probabilities('pi_temperature')}"
+    plane = (f"pi* at β = {readouts['beta']:.3g} is at KL {readouts['kl']:.3f}, E[r] "
+             f"{readouts['expected_reward']:.3f}; pi_ref at T = {readouts['temperature']:.3g} at KL "
+             f"{readouts['temperature_kl']:.3f}, E[r] {readouts['temperature_expected_reward']:.3f}; pi_ref at KL 0, "
+             f"E[r] {readouts['reference_expected_reward']:.3f}")
+    if blind_spot:
+        plane += f"; the true reward of pi* is {readouts['true_expected_reward']:.3f}"
+    return (f"Left, bar chart of each response's probability: {bars}. Right, the reward-KL plane: {plane}; "
+            f"the curve of pi* for every β rises from pi_ref's point as KL grows.")
+
+
+def spoken_summary(view: dict, readouts: dict) -> str:
+    """One sentence said after every change (the live readout): where pi* is now, and its likeliest response."""
+    likeliest = max(view, key=lambda response: view[response]["pi_star"])
+    return (f"β = {readouts['beta']:.3g}, T = {readouts['temperature']:.3g}: pi* has E[r] "
+            f"{readouts['expected_reward']:.3f} at KL {readouts['kl']:.3f} from pi_ref, J = {readouts['objective']:.3f}; "
+            f"its likeliest response is {likeliest} ({view[likeliest]['pi_star']:.3f}).")
 
 
 def readout_panel(readouts: dict, blind_spot: bool) -> str:
     """The readouts as a compact HTML table (policies as columns); each number in a span with
     ``data-readout="<key>"``. pi_ref's KL from itself is 0 by definition and shown as such."""
-    head = "<tr><th></th>" + "".join(f"<th style='color:{COLORS[color]}; text-align:right'>{title}</th>"
-                                     for title, color in READOUT_COLUMNS) + "</tr>"
+    # the policies by name (the legend above the picture pairs each name with its colour and style)
+    head = "<tr><th></th>" + "".join(f"<th scope='col' style='text-align:right'>{title}</th>"
+                                     for title, _ in READOUT_COLUMNS) + "</tr>"
     rows = []
     for label, keys in READOUT_ROWS:
         if label == "E[true reward]" and not blind_spot:
             continue
         cells = "".join(f"<td style='text-align:right'>{_readout(key, readouts[key]) if key else '0'}</td>"
                         for key in keys)
-        rows.append(f"<tr><td>{label}</td>{cells}</tr>")
-    rows.append(f"<tr><td>β·log Z (V at the root)</td>"
+        rows.append(f"<tr><th scope='row' style='text-align:left; font-weight:normal'>{label}</th>{cells}</tr>")
+    rows.append(f"<tr><th scope='row' style='text-align:left; font-weight:normal'>β·log Z (V at the root)</th>"
                 f"<td style='text-align:right'>{_readout('beta_log_partition', readouts['beta_log_partition'])}"
                 f"</td><td></td><td></td></tr>")
     return (f"<table class='lmpolicy-readouts' style='border-spacing: 10px 1px; {TABLE_STYLE}'>"
@@ -381,15 +442,16 @@ def response_table(view: dict, show_temperature: bool, blind_spot: bool) -> str:
     """Reward and probabilities per response (pi* with 4 decimals, as in the text's 0.0615)."""
     head = "<tr><th>response</th><th>r</th>" + ("<th>true r</th>" if blind_spot else "")
     head += "<th>pi_ref</th><th>pi*</th>" + ("<th>pi_ref at T</th>" if show_temperature else "") + "</tr>"
+    head = head.replace("<th>", "<th scope='col'>")
     rows = []
     for response, row in view.items():
-        cells = [f"<td><b>{response}</b></td>", f"<td>{row['reward']:g}</td>"]
+        cells = [f"<th scope='row'>{response}</th>", f"<td>{row['reward']:g}</td>"]
         if blind_spot:
             cells.append(f"<td>{row['true_reward']:g}</td>")
         cells.append(f"<td>{row['pi_ref']:.3f}</td>")
-        cells.append(f"<td style='color:{COLORS['star']}'>{_readout('pi_star_' + response, row['pi_star'], 4)}</td>")
+        cells.append(f"<td>{_readout('pi_star_' + response, row['pi_star'], 4)}</td>")
         if show_temperature:
-            cells.append(f"<td style='color:{COLORS['temperature']}'>{row['pi_temperature']:.4f}</td>")
+            cells.append(f"<td>{row['pi_temperature']:.4f}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     return (f"<table class='lmpolicy-responses' style='border-spacing: 7px 1px; text-align:right; {TABLE_STYLE}'>"
             f"{head}{''.join(rows)}</table>")
@@ -426,8 +488,12 @@ def token_tree_svg(tokens: tuple, depth: int, view: dict) -> str:
             first += tokens.index(char) * len(tokens) ** (depth - 1 - i)
         return TREE_LEFT + len(prefix) * TREE_COLUMN, TREE_TOP + (first + span / 2) * TREE_ROW - TREE_ROW / 2
 
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
-             f"font-family='sans-serif' font-size='{TREE_FONT_PX}'>"]
+    # In the theme's text colour (currentColor), so that the tree reads in the light and the dark theme; pi*'s
+    # number is the bold one. Named as one picture, with the whole tree in words (a screen reader would read
+    # its labels out of order).
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' role='img' "
+             f"aria-label='{html.escape(tree_description(view, depth), quote=True)}' "
+             f"font-family='sans-serif' font-size='{TREE_FONT_PX}' fill='currentColor'>"]
     labels = []
     for prefix, node in view.items():
         if not prefix:
@@ -435,12 +501,12 @@ def token_tree_svg(tokens: tuple, depth: int, view: dict) -> str:
         (x0, y0), (x1, y1) = position(prefix[:-1]), position(prefix)
         stroke = TREE_EDGE_WIDTH[0] + TREE_EDGE_WIDTH[1] * node["pi_star_reach"]
         parts.append(f"<polyline points='{x0},{y0} {x1 - TREE_ELBOW},{y1} {x1},{y1}' fill='none' "
-                     f"stroke='{COLORS['star']}' stroke-opacity='0.55' stroke-width='{stroke:.2f}' "
+                     f"stroke='currentColor' stroke-opacity='0.4' stroke-width='{stroke:.2f}' "
                      f"stroke-linejoin='round' data-edge-line='{prefix}'/>")
         strip_middle = x1 - TREE_ELBOW / 2 - 4
         labels.append(f"<text x='{strip_middle:.1f}' y='{y1 - 8:.1f}' text-anchor='middle' data-edge='{prefix}'>"
-                      f"<tspan fill='{COLORS['ref']}'>{node['pi_ref']:.2f}</tspan> → "
-                      f"<tspan fill='{COLORS['star']}' font-weight='bold'>{node['pi_star']:.2f}</tspan></text>")
+                      f"<tspan>{node['pi_ref']:.2f}</tspan> → "
+                      f"<tspan font-weight='bold'>{node['pi_star']:.2f}</tspan></text>")
     for prefix, node in view.items():
         x, y = position(prefix)
         is_leaf = len(prefix) == depth
@@ -448,7 +514,7 @@ def token_tree_svg(tokens: tuple, depth: int, view: dict) -> str:
         value = (f"r = {format_number(node['soft_value'], 2)}" if is_leaf
                  else f"V = {format_number(node['soft_value'], 3)}")
         name = f"<tspan font-weight='bold'>{prefix if prefix else 'start'}</tspan> {value}"
-        parts.append(f"<circle cx='{x}' cy='{y}' r='5' fill='black'/>")
+        parts.append(f"<circle cx='{x}' cy='{y}' r='5' fill='currentColor'/>")
         if is_leaf:  # right of the leaf, where no line goes
             labels.append(f"<text x='{x + 9}' y='{y + 4}' data-node='{prefix}'>{name}</text>")
         elif not prefix:  # left of the root
@@ -459,3 +525,18 @@ def token_tree_svg(tokens: tuple, depth: int, view: dict) -> str:
     parts.extend(labels)  # text on top of every line and node
     parts.append("</svg>")
     return "".join(parts)
+
+
+def tree_description(view: dict, depth: int) -> str:
+    """The token tree in words (its text alternative): each node's soft value, each edge's pi_ref → pi*."""
+    parts = []
+    for prefix, node in view.items():
+        name = prefix or "start"
+        if not prefix:
+            parts.append(f"start: V = {format_number(node['soft_value'], 3)}")
+            continue
+        value = (f"reward {format_number(node['soft_value'], 2)}" if len(prefix) == depth
+                 else f"V = {format_number(node['soft_value'], 3)}")
+        parts.append(f"{name}: token {prefix[-1]} after {prefix[:-1] or 'start'}, pi_ref {node['pi_ref']:.2f} → pi* "
+                     f"{node['pi_star']:.2f}, {value}")
+    return "Token tree. " + "; ".join(parts) + "."
