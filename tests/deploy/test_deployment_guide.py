@@ -393,3 +393,14 @@ def test_the_images_leave_the_grader_out_of_the_students_image():
     assert any(line.startswith("jupyterhub==") for line in _text(ROOT / "requirements-hub.txt").splitlines())
     assert not any(line.startswith("jupyterhub==") for line in requirements) or "'^jupyterhub=='" in dockerfile
     assert json.loads(_text(ROOT / "deploy" / "singleuser" / "student" / "jupyter_server_config.json"))
+
+
+def test_the_grader_image_installs_the_graders_pins():
+    """The grader's image runs Dask's scheduler and workers and sanitizes every view of a submission (nh3):
+    it installs requirements-grader.txt, not the student's set alone."""
+    dockerfile = _text(Z2JH / "Dockerfile")
+    grader_stage = dockerfile.split("AS grader", 1)[1]
+    assert "-r /tmp/course/requirements-grader.txt" in grader_stage
+    pins = {line.split("==")[0] for line in _text(ROOT / "requirements-grader.txt").splitlines()
+            if "==" in line and not line.startswith("#")}
+    assert {"dask", "distributed", "nh3"} <= pins
