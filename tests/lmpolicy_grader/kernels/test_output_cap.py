@@ -18,8 +18,7 @@ CELL_CAP = 20_000
 CELLS = {
     "displayed": "from IPython.display import display, clear_output\nh = display({'text/plain': 'before'}, raw=True, display_id=True)",
     "test": "assert True  # the first test",
-    # after the first test: rewrite the earlier output in place, 400 kB of it
-    "update": f"h.update({{'text/plain': '{HIDDEN}' * 100_000}}, raw=True)",
+    # after it, every way to change the earlier output or store something past the caps
     # a new display under the same id: nbclient would rewrite every earlier output of that id
     "same_id": f"_ = display({{'text/plain': '{HIDDEN}'}}, raw=True, display_id=h.display_id)",
     # an execute_result carrying the id, sent by hand on the kernel's own iopub socket
@@ -31,6 +30,8 @@ CELLS = {
     "raw_update": ("k.session.send(k.iopub_socket, 'update_display_data', {'metadata': {},"
                    f" 'data': {{'text/plain': '{HIDDEN}'}}, 'transient': {{'display_id': h.display_id}}}},"
                    " parent=k.get_parent(), ident=b'update_display_data');"),
+    # then rewrite the earlier output in place, 400 kB of it
+    "update": f"h.update({{'text/plain': '{HIDDEN}' * 100_000}}, raw=True)",
     # a widget: its state would go into the notebook's metadata
     "widget": f"import ipywidgets\nw = ipywidgets.IntText(value={HIDDEN})\ndisplay(w)\nw.value = {HIDDEN} + 1",
     # clear, then print again and again: each print counts, cleared or not
