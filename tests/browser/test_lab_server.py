@@ -199,6 +199,30 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
     assert max(map(len, lines)) <= 110, "a line wider than the dialog: " + max(lines, key=len)
 
 
+@pytest.mark.browser
+def test_the_start_pages_links_open_the_students_own_notebooks(lab_server, chromium, student_copy, artifacts_dir):
+    """From where the start page now lives (the work folder), its links reach the student's copy in ch11/ and
+    the demos' copies beside it, never the course's tracked notebooks."""
+    from playwright.sync_api import expect
+
+    work = STUDENT_COPY.rsplit("/", 1)[0]
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(60_000)
+    try:
+        for link, path in (("01_policy_softmax", f"{STUDENT_COPY}/01_policy_softmax.ipynb"),
+                           ("demo_tilting", f"{work}/demo_tilting.ipynb")):
+            page.goto(lab_server.url("/") + "&reset")
+            page.locator(".jp-RenderedMarkdown a", has_text=re.compile(f"^{link}$")).first.click()
+            tab = page.locator(".lm-TabBar-tab", has_text=f"{link}.ipynb")
+            expect(tab).to_be_visible(timeout=RUN_TIMEOUT_MS)
+            expect(tab).to_have_attribute("title", re.compile(f"Path: {re.escape(path)}\n"))  # set once the file is read
+    except Exception:
+        page.screenshot(path=str(artifacts_dir / "start-page-links-failed.png"))
+        raise
+    finally:
+        page.close()
+
+
 # --- the servers end with the test run, interrupted or not ------------------------------------------------
 
 HOLDER_REPORT = "LMPOLICY_SERVER_HOLDER_REPORT"  # set: the holder below runs (in a pytest of its own)
