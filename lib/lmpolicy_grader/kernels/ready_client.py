@@ -1,14 +1,40 @@
-"""The client of the grading and trusted kernels: ready as soon as its kernel answers."""
+"""The client of the grading and trusted kernels: ready as soon as its kernel answers, and deaf to any
+message larger than it can hold."""
 from __future__ import annotations
 
 import time
 from queue import Empty
 
+import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
+from traitlets import Int
 
 
 class ReadyKernelClient(AsyncKernelClient):
-    """The client of the grading and trusted kernels: ready as soon as its kernel is."""
+    """The client of the grading and trusted kernels: ready as soon as its kernel is.
+
+    Every socket it connects refuses a message past ``max_message_bytes`` (ZMQ's MAXMSGSIZE: the
+    connection that carried it is dropped before the message is read into the grader's memory). The
+    grading kernel holds up to 3 GiB and could otherwise send the grader's worker one message of that
+    size; the output cap (``output_cap``) acts only on messages already received. A submission that sends
+    one loses its own kernel's messages from then on (its notebook's later cells and tests fail), no one else's.
+    """
+
+    max_message_bytes = Int(64 * 2**20, help="the largest message the grader receives from a kernel; a "
+                            "larger one drops its connection unread").tag(config=True)
+
+    def _create_connected_socket(self, channel, identity=None):
+        """jupyter_client's socket, with MAXMSGSIZE set before it connects (set later, it does not hold)."""
+        defaults = self.context.sockopts
+        previous = defaults.get(zmq.MAXMSGSIZE)
+        self.context.setsockopt(zmq.MAXMSGSIZE, self.max_message_bytes)
+        try:
+            return super()._create_connected_socket(channel, identity)
+        finally:
+            if previous is None:
+                defaults.pop(zmq.MAXMSGSIZE, None)
+            else:
+                self.context.setsockopt(zmq.MAXMSGSIZE, previous)
 
     async def wait_for_ready(self, timeout: float | None = None) -> None:
         """Wait until the kernel answers kernel_info and its iopub messages reach this client.
