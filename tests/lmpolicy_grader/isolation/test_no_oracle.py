@@ -82,8 +82,9 @@ def _tilted_optimum():
 
 
 def _k3():
-    logp, ref_logp = -np.abs(np.random.default_rng(8).normal(1, 0.5, (2, 9)))
-    return (logp, ref_logp), np.exp(ref_logp - logp) - 1 - (ref_logp - logp)
+    logp = -3 * torch.rand(4, 6, generator=_g(8), dtype=torch.float64)
+    ref_logp = -3 * torch.rand(4, 6, generator=_g(80), dtype=torch.float64)
+    return (logp, ref_logp), torch.exp(ref_logp - logp) - 1 - (ref_logp - logp)
 
 
 def _response_logprobs():
@@ -179,6 +180,12 @@ def _estimator_gradients():
     return (theta, ref), torch.autograd.grad((logp.exp().detach() * k3).sum(), t)[0]
 
 
+def _temperature_for_target():
+    from lmpolicy import variant_answers, variants
+    params = variants.for_exercise("ex11_2b", STUDENT)
+    return (np.asarray(params.logits), params.target), variant_answers.answer("ex11_2b", STUDENT)["temperature_095"]
+
+
 def _variant(key):
     def case():
         from lmpolicy import variant_answers
@@ -192,6 +199,7 @@ def _variant(key):
 CASES = {
     "nb01_softmax": _softmax_case, "ex11_1a": _sequence_logprob_1a, "ex11_1a variant": _variant("ex11_1a"),
     "task2": _greedy, "nb02_top_k": _top_k, "nb02_top_p": _top_p, "ex11_2b variant": _variant("ex11_2b"),
+    "ex11_2b": _temperature_for_target,
     "ex11_3c": _kl_chain_rule, "task4": _tilted_optimum, "ex11_5b variant": _variant("ex11_5b"),
     "ex11_8b variant": _variant("ex11_8b"), "ex11_9c variant": _variant("ex11_9c"),
     "task3": _k3, "ex11_4c variant": _variant("ex11_4c"), "ex11_9d variant": _variant("ex11_9d"),
@@ -215,7 +223,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 sys.argv = ["walk", "--help"]  # a main() that parses the command line stops at once
-cases = torch.load(sys.argv_file if False else os.environ["WALK_CASES"], weights_only=False)
+cases = torch.load(os.environ["WALK_CASES"], weights_only=False)
 LITERALS = ("k1", "k2", "k3")  # the estimator names the notebooks print
 
 
@@ -306,6 +314,21 @@ def arrangements(fn, inputs):
                 yield [*args, literal], {}
 
 
+STATE = (dict(os.environ), os.getcwd(), list(sys.argv), sys.stdout, sys.stderr, torch.get_default_dtype())
+
+
+def restore():
+    """What a call may have changed of the process (a command line's main, a demo): put back."""
+    environ, cwd, argv, stdout, stderr, dtype = STATE
+    if dict(os.environ) != environ:
+        os.environ.clear()
+        os.environ.update(environ)
+    os.chdir(cwd)
+    sys.argv[:] = argv
+    sys.stdout, sys.stderr = stdout, stderr
+    torch.set_default_dtype(dtype)
+
+
 def call(fn, args, kwargs):
     signal.setitimer(signal.ITIMER_REAL, 2.0)
     try:
@@ -313,6 +336,7 @@ def call(fn, args, kwargs):
             return fn(*[a.clone() if isinstance(a, torch.Tensor) else (a.copy() if isinstance(a, np.ndarray) else a) for a in args], **kwargs)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        restore()
 
 
 def reachable():
@@ -367,7 +391,8 @@ for exercise, (inputs, reference) in cases.items():
             if found:
                 answers.append([exercise, qualname, len(args), sorted(kwargs)])
                 break
-print("WALK " + json.dumps({"modules": modules, "functions": len(functions), "tried": tried, "answers": answers}))
+with open(os.environ["WALK_OUT"], "w") as out:  # not stdout: a walked function may write there at length
+    json.dump({"modules": modules, "functions": len(functions), "tried": tried, "answers": answers}, out)
 '''
 
 
@@ -377,16 +402,16 @@ def walk(view_parent: Path, notebook: str, tmp_path: Path) -> dict:
 
     cases_file = tmp_path / f"{notebook}.cases.pt"
     torch.save(cases_of(notebook), cases_file)
-    env = {**os.environ, "PYTHONPATH": str(view_parent), "WALK_CASES": str(cases_file),
+    out_file = tmp_path / f"{notebook}.walk.json"
+    env = {**os.environ, "PYTHONPATH": str(view_parent), "WALK_CASES": str(cases_file), "WALK_OUT": str(out_file),
            "LMPOLICY_STUDENT_ID": STUDENT, "LMPOLICY_VARIANT_PARAMS": variant_answers.drawn_for(STUDENT),
            "MPLBACKEND": "Agg", "NBGRADER_EXECUTION": "autograde"}
     workdir = tmp_path / f"{notebook}.cwd"
     workdir.mkdir()
     ran = subprocess.run([sys.executable, "-c", WALKER], capture_output=True, text=True, cwd=workdir, env=env,
                          stdin=subprocess.DEVNULL)
-    line = [line for line in ran.stdout.splitlines() if line.startswith("WALK ")]
-    assert line, ran.stderr[-3000:]
-    return json.loads(line[-1][5:])
+    assert ran.returncode == 0 and out_file.is_file(), ran.stderr[-3000:]
+    return json.loads(out_file.read_text())
 
 
 @pytest.mark.slow
