@@ -18,6 +18,7 @@ it names shortcuts and holds no answer.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib
 import re
@@ -201,3 +202,36 @@ def shortcuts(exercise_key: str):
 def active_names() -> set:
     """The names and patterns of every exercise whose ``shortcuts`` is active now (empty when none is)."""
     return set().union(*(names(key) for key in _ACTIVE))
+
+
+def _outside_names(sources) -> set[str]:
+    """The names ``sources`` take from outside themselves: attribute names and imported names, and names read
+    that the sources never bind (a helper the submission writes itself, ``def stable_softmax``, is its own code,
+    which the rule follows anyway). Cells that do not parse give none."""
+    read, bound = set(), set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.add(node.name)
+            elif isinstance(node, ast.arg):
+                bound.add(node.arg)
+            elif isinstance(node, ast.Attribute):
+                read.add(node.attr)
+            elif isinstance(node, ast.alias):
+                read.add(node.name.split(".")[-1])
+    return read - bound
+
+
+def rule_names(sources) -> set:
+    """What the trusted no-credit rule refuses now: ``active_names()``, and every name in the submission's
+    ``sources`` that one of their patterns matches, as a plain name (``_softmax`` of ``torch._softmax``), so
+    that a rule comparing names sees a private torch name for the shortcut it is."""
+    declared = active_names()
+    patterns = [entry for entry in declared if not isinstance(entry, str)]
+    return declared | {name for name in _outside_names(sources) if any(p.search(name) for p in patterns)}

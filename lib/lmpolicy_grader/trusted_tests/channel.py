@@ -159,9 +159,9 @@ class Channel:
         times it called the submission's function ``count``)."""
         blocked = checks.active_blocks()
         if blocked:
-            # the active exercises' declared names and patterns (lmpolicy.forbidden), and any function a test
-            # blocks by itself
-            names = forbidden.active_names() | {no_credit.leaf(fn) for fn in blocked}
+            # the active exercises' declared names and patterns (lmpolicy.forbidden), the submission's names a
+            # pattern matches, and any function a test blocks by itself
+            names = forbidden.rule_names(no_credit.SOURCES) | {no_credit.leaf(fn) for fn in blocked}
             reason = no_credit.library_shortcut(no_credit.SOURCES, name, names)
             if reason:
                 raise checks.LibraryShortcutUsed(f"implement this yourself: {reason}")

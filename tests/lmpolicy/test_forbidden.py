@@ -1,0 +1,84 @@
+"""lmpolicy.forbidden: each exercise's shortcuts, declared once, and what reads them."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import torch
+
+from lmpolicy import checks, forbidden
+from lmpolicy_grader.trusted_tests import no_credit
+
+PRIVATE_SOFTMAXES = {
+    "torch._softmax": "def softmax(logits, dim=-1):\n    return torch._softmax(logits, dim, False)\n",
+    "torch.special.softmax": "def softmax(logits, dim=-1):\n    return torch.special.softmax(logits, dim)\n",
+    "torch.ops.aten._softmax": "def softmax(logits, dim=-1):\n    return torch.ops.aten._softmax(logits, dim, False)\n",
+    "torch._C._nn (an alias)": "from torch._C import _VariableFunctions as vf\nsm = vf._softmax\n\n"
+                               "def softmax(logits, dim=-1):\n    return sm(logits, dim, False)\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(PRIVATE_SOFTMAXES))
+def test_a_private_torch_softmax_gets_no_credit_by_the_declared_pattern(how):
+    sources = ["import torch\n", PRIVATE_SOFTMAXES[how]]
+    with forbidden.shortcuts("nb01_softmax"):
+        names = forbidden.rule_names(sources) | {no_credit.leaf(fn) for fn in checks.active_blocks()}
+        reason = no_credit.library_shortcut(sources, "softmax", names)
+    assert reason is not None and "gets no credit" in reason, reason
+    if how != "torch.special.softmax":  # its leaf is softmax itself: the names alone refused it already
+        # the names alone, as the channel passed them before (the leaves of the blocked functions), let it through
+        assert no_credit.library_shortcut(sources, "softmax", {"softmax", "log_softmax"}) is None
+
+
+HONEST_SOFTMAXES = {
+    "plain": """
+        def softmax(logits, dim=-1):
+            shifted = logits - logits.max(dim=dim, keepdim=True).values
+            weights = torch.exp(shifted)
+            return weights / weights.sum(dim=dim, keepdim=True)
+    """,
+    "its own helper named like a softmax": """
+        def stable_softmax(z, dim):
+            weights = torch.exp(z - z.max(dim=dim, keepdim=True).values)
+            return weights / weights.sum(dim=dim, keepdim=True)
+
+        def softmax(logits, dim=-1):
+            return stable_softmax(logits, dim)
+    """,
+    "a lambda named like one": """
+        my_softmax = lambda z, dim: torch.exp(z - torch.logsumexp(z, dim=dim, keepdim=True))
+
+        def softmax(logits, dim=-1):
+            return my_softmax(logits, dim)
+    """,
+}
+
+
+@pytest.mark.parametrize("how", sorted(HONEST_SOFTMAXES))
+def test_an_honest_softmax_keeps_its_credit(how):
+    sources = ["import torch\n", textwrap.dedent(HONEST_SOFTMAXES[how])]
+    with forbidden.shortcuts("nb01_softmax"):
+        assert no_credit.library_shortcut(sources, "softmax", forbidden.rule_names(sources)) is None
+
+
+def test_shortcuts_block_the_declared_functions_only_while_active():
+    from lmpolicy.exact import temperature
+
+    with forbidden.shortcuts("nb01_softmax"):
+        with pytest.raises(checks.LibraryShortcutUsed):
+            temperature.softmax([1.0, 2.0])
+        with pytest.raises(checks.LibraryShortcutUsed):
+            torch.softmax(torch.zeros(2), -1)
+        assert forbidden.active_names() >= {"softmax", "log_softmax"}
+    assert forbidden.active_names() == set()
+    assert temperature.softmax([0.0, 0.0]).tolist() == [0.5, 0.5]
+    with pytest.raises(KeyError):
+        with forbidden.shortcuts("not_an_exercise"):
+            pass
+
+
+def test_the_answer_key_is_declared_whole_for_every_varying_exercise():
+    from lmpolicy import variants
+
+    assert set(forbidden.library_modules()) == {forbidden.ANSWER_KEY}
+    assert set(forbidden.library_modules()[forbidden.ANSWER_KEY]) == set(variants.VARYING)
