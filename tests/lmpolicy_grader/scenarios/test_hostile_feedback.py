@@ -68,11 +68,11 @@ import ipywidgets
 from IPython.display import clear_output
 _values = [v for _, values in _seen for v in values]
 _text = " ".join(f"{v:.6g}" for v in _values)
-_board.update({"text/plain": (_text + " ") * (400_000 // max(1, len(_text)))}, raw=True)  # 400 kB, into cell 9
 display({"text/plain": _text}, raw=True, display_id=_board.display_id)  # a new display under the same id
 _k = get_ipython().kernel
 _k.session.send(_k.iopub_socket, "execute_result", {"execution_count": 1, "metadata": {}, "data": {"text/plain": _text},
                 "transient": {"display_id": _board.display_id}}, parent=_k.get_parent(), ident=b"execute_result");
+_board.update({"text/plain": (_text + " ") * (400_000 // max(1, len(_text)))}, raw=True)  # last: 400 kB, into cell 9
 sys.stderr.write(_text)
 clear_output(wait=True)
 display({"text/plain": _text}, raw=True)
@@ -157,11 +157,16 @@ def course(tmp_path_factory, repo_root):
     # the lookup table, from everything the recorder's softmax was called with at the first grading
     keys = sorted({(tuple(shape), tuple(round(v, 9) for v in values)) for shape, values in seen["recorded"]})
     table = tiny_course.replace_answer(nbformat.from_dict(reference), SOFTMAX_CELL,
-                                       TABLE.replace("TABLE_KEYS", repr(keys)))
+                                       TABLE.replace("TABLE_KEYS", repr(keys).replace("inf", 'float("inf")')))
     _submit(root, "recorder", table)
     second = {o.student: o for o in grade_class(root, workers=2, log=lambda _: None)}
     assert {s: o.status for s, o in second.items()} == dict.fromkeys(second, Status.GRADED), second
     seen["regraded"] = {s: _scores(root, s) for s in second}
+    table_graded = nbformat.read(root / "autograded" / "recorder" / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4)
+    seen["table_errors"] = [o for o in table_graded.cells[tiny_course.cell_index(table_graded, SOFTMAX_CELL)].outputs
+                            if o.output_type == "error"]
+    seen["table_verdict"] = re.sub(r"\s+", " ", " ".join(" ".join(o.get("traceback", [])) for o in
+                                   table_graded.cells[tiny_course.cell_index(table_graded, SOFTMAX_TESTS)].outputs))
     seen["regraded_recorded_again"] = _recorded(root, "recorder_again")
     seen["keys"] = keys
     return root, seen
@@ -213,6 +218,10 @@ def test_the_feedback_shows_the_outputs_as_handed_in(course):
 def test_a_lookup_table_of_the_hidden_inputs_it_read_earns_nothing(course):
     _, seen = course
     assert seen["regraded"]["recorder"][SOFTMAX_TESTS] == 0.0
+    # for the right reason: the table ran, and a hidden check met an input it had never seen (its answer there: 0.5)
+    assert seen["table_errors"] == [], seen["table_errors"]
+    assert re.search(r"softmax\(logits of shape \([\d, ]+\), dim=-?\d\) is off .* got 0\.5", seen["table_verdict"]), \
+        seen["table_verdict"]
     # the table did hold every input of the first grading: with those it would have passed
     assert all((tuple(shape), tuple(round(v, 9) for v in values)) in set(seen["keys"]) for shape, values in seen["recorded"])
 
