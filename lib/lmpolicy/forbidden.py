@@ -61,8 +61,8 @@ _VARIANT = Shortcuts(library=(ANSWER_KEY,))
 
 FORBIDDEN: dict[str, Shortcuts] = {
     # 01
-    "nb01_softmax": Shortcuts(
-        library=(f"{TEMPERATURE}:softmax", f"{TEMPERATURE}:log_softmax"),
+    "nb01_softmax": Shortcuts(  # power_distribution: given exp(z), it normalises it, which is the softmax
+        library=(f"{TEMPERATURE}:softmax", f"{TEMPERATURE}:log_softmax", f"{TEMPERATURE}:power_distribution"),
         torch=("torch.softmax", "torch.log_softmax", "torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
                "torch.Tensor.softmax", "torch.Tensor.log_softmax"),
         pattern=SOFTMAX_NAMES),

@@ -1,7 +1,9 @@
-"""The student library as the grading kernel sees it (isolation/library_view.py): per notebook, the
-functions that answer its exercises raise "not available while grading", and their real bodies are in
-no file the sandboxed kernel can read, whatever way it looks (a copied code object, getsource and exec,
-a read of the file by its path, a search of every folder it can import from)."""
+"""The student library as the grading kernel sees it (isolation/library_view.py): per notebook, exactly the
+modules its given cells import and what they import (any other module's import says "not available while
+grading" and why; the answer key in none); within them, the functions lmpolicy.forbidden declares for its
+exercises raise "not available while grading", and their real bodies are in no file the sandboxed kernel can
+read, whatever way it looks (a copied code object, getsource and exec, a read of the file by its path, a
+search of every folder it can import from). What the kept functions compute: test_no_oracle.py."""
 from __future__ import annotations
 
 import ast
@@ -132,7 +134,8 @@ def test_a_blanked_function_keeps_its_signature_and_docstring_and_says_what_to_d
 
 
 def test_each_notebooks_view_blanks_every_declared_function_that_answers_one_of_its_exercises():
-    softmaxes = {"lmpolicy.exact.temperature:softmax", "lmpolicy.exact.temperature:log_softmax"}
+    softmaxes = {"lmpolicy.exact.temperature:softmax", "lmpolicy.exact.temperature:log_softmax",
+                 "lmpolicy.exact.temperature:power_distribution"}
     logprobs = {"lmpolicy.tinylm.logprobs:sequence_logprob", "lmpolicy.tinylm.logprobs:response_logprobs"}
     assert set(library_view.unavailable("01_policy_softmax")) == softmaxes | logprobs
     assert set(library_view.unavailable("04_two_mdp_views")) == {
