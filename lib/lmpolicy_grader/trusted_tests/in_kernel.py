@@ -2,7 +2,7 @@
 
 Loaded as an IPython extension when the trusted kernel starts, it serves four operations:
 ``connect`` (open the channel to the submission's kernel), ``outside_the_rule`` (before a test cell: why
-the code rule, ``constructs``, gives it no credit, read from the submitted source), ``bind`` (before a test
+the code rule, ``lmpolicy.code_rule``, gives it no credit, read from the submitted source), ``bind`` (before a test
 cell: the submission's current names into this kernel's namespace, never over a name the trusted cells
 defined) and ``failed_line`` (the line of the last cell that raised).
 """
@@ -13,10 +13,10 @@ import sys
 
 from IPython import get_ipython
 
-from lmpolicy import checks
+from lmpolicy import checks, code_rule
 from lmpolicy_grader.kernels import remote_call
 from lmpolicy_grader.kernels.trusted_kernel import IN_KERNEL_TARGET
-from lmpolicy_grader.trusted_tests import constructs, no_credit
+from lmpolicy_grader.trusted_tests import no_credit
 from lmpolicy_grader.trusted_tests.channel import Channel
 from lmpolicy_grader.trusted_tests.errors import ChannelError
 
@@ -60,8 +60,8 @@ def outside_the_rule(user_ns: dict, test_source: str, cell_index: int, exercise:
     """Before test cell ``cell_index`` of ``exercise`` (its whole source): why the code rule gives it no
     credit, or None. The tested names are those it reads that this kernel's own cells did not define."""
     trusted = {name for name, value in user_ns.items() if _INJECTED.get(name, _NOT_INJECTED) is not value}
-    cells = [constructs.Cell(index, source, _ANSWERS.get(index)) for index, source in _ALL_SOURCES if index < cell_index]
-    return constructs.outside_the_rule(cells, test_source, exercise, trusted)
+    cells = [code_rule.Cell(index, source, _ANSWERS.get(index)) for index, source in _ALL_SOURCES if index < cell_index]
+    return code_rule.outside_the_rule(cells, test_source, exercise, trusted)
 
 
 _NOT_INJECTED = object()

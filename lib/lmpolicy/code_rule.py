@@ -1,7 +1,12 @@
 """The code rule: the constructs a graded notebook's cells may be written with, and how a tested name is made.
 
-Judged in the trusted test kernel from the submitted source (the notebook the grader holds, never what the
-submission's process reports), before each test cell runs (``in_kernel.outside_the_rule``):
+One judgement, three places that apply it. The grader applies it in the trusted test kernel from the
+submitted source (the notebook the grader holds, never what the submission's process reports), before each
+test cell runs (``lmpolicy_grader.trusted_tests.in_kernel.outside_the_rule``). The student meets the same
+judgement before hand-in: Validate lists every construct outside it (``notebook_outside``, read by
+``lmpolicy.validator``), and each check cell run in the student's own kernel says the first one among the
+cells that kernel has run (``first_outside_in_history``, read by ``lmpolicy.checks``). The rule is an
+allowlist and holds no test, input or answer: knowing it gives nobody anything but what the README says.
 
 1. **A tested name** (a name the test cell reads that neither it nor the trusted cells define: the name the
    grader takes from the submission) is made only by a plain, undecorated ``def`` or a plain assignment
@@ -45,6 +50,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import functools
 import re
 import symtable
@@ -160,36 +166,118 @@ def _module_allowed(module: str) -> bool:
 
 @dataclass(frozen=True)
 class Cell:
-    """A submitted code cell: its index in the notebook, its source, and the exercise it answers (None if it
-    is no answer cell)."""
+    """A submitted code cell: its index in the notebook, its source, the exercise it answers (None if it is no
+    answer cell) and, for the student's view, the exercise above it (``below``: its label)."""
     index: int
     source: str
     exercise: str | None = None
+    below: str | None = None
 
     @property
     def where(self) -> str:
-        """The cell as a student finds it: its place in the notebook (text cells counted), and what it answers."""
+        """The cell as a student finds it: its place in the notebook (text cells counted), and what it answers
+        (or, when the student's view knows it, the exercise above it)."""
         try:
             exercise = catalogue.label(self.exercise) if self.exercise else None
         except ValueError:  # a key of no known form (another course's): the key itself
             exercise = self.exercise
-        answers = f" (your answer to {exercise})" if exercise else ""
-        return f"cell {self.index + 1}{answers}"
+        if exercise:
+            return f"cell {self.index + 1} (your answer to {exercise})"
+        return f"cell {self.index + 1}" + (f" (below {self.below})" if self.below else "")
+
+    def line(self, number: int) -> str:
+        """Line ``number`` (1-based) of the source, stripped."""
+        return (self.source.splitlines()[number - 1:number] or [""])[0].strip()
+
+
+NOT_PARSED = "not plain Python"  # how a finding's construct begins when the cell does not parse
+
+
+@dataclass(frozen=True)
+class Outside:
+    """One thing outside the rule: the cell and line it is on, the construct in words, the grader's one-line
+    reason (the feedback's), what the student can do about it, and the tested name it binds (rule 1) if any."""
+    cell: Cell
+    line: int
+    construct: str
+    reason: str
+    advice: str
+    binds: str | None = None
+
+    def student_line(self, where: str | None = None) -> str:
+        """The line a student reads before hand-in (Validate, a check cell): ``where`` the cell is (default:
+        its place in the notebook), its line, the code, what is outside, and what to do."""
+        quote = self.cell.line(self.line)
+        quote = quote if len(quote) <= 60 else quote[:57] + "..."
+        said = f"{where or self.cell.where}, line {self.line}: `{quote}`"
+        if self.binds:
+            return f"{said} {self.construct}: the check of {self.binds} would get no credit; {self.advice}"
+        if self.construct.startswith(NOT_PARSED):
+            said += f" is {self.construct} the grader can check" if self.construct == NOT_PARSED else \
+                f" is {self.construct}, which the grader cannot check"
+        else:
+            said_already = self.construct.startswith(("import ", "from ")) and quote.startswith(self.construct)
+            said += ("" if said_already else f" uses {self.construct}, which") + \
+                " is outside the plain Python the grader can check"
+        return f"{said}: every exercise below it would get no credit; {self.advice}"
+
+
+# What a student can do about the common honest habits outside the rule (the first that matches the line).
+SHELL_IMPORTS = ("os", "sys", "pathlib", "glob", "shutil", "subprocess", "io", "tempfile", "socket")
+
+
+def advice(construct: str, line: str) -> str:
+    """What to do about ``construct`` (the rule's words) found on ``line`` (the code), in a few friendly words."""
+    text = line.strip()
+    if construct == NOT_PARSED:  # an IPython magic, shell escape or help line
+        if text.startswith("%matplotlib"):
+            return "delete the line (plots show without it)"
+        if text.lstrip("%!").startswith(("pip", "conda")):
+            return "delete the line: the course's packages are installed already (install others in a terminal)"
+        if text.startswith("!"):
+            return "delete the line: run shell commands in a terminal, not in the notebook"
+        if text.startswith(("%time ", "%timeit ", "%%time", "%%timeit")):
+            return "delete the magic and keep the code (time.perf_counter() times a step in plain Python)"
+        if text.endswith("?"):
+            return "delete the line (Shift+Tab on a name shows its help)"
+        return "delete the line: IPython's magics are not plain Python (the cell runs without it)"
+    if construct.startswith(NOT_PARSED):
+        return "fix it, or delete the cell if it was a scratch (a cell that does not run costs the same)"
+    if construct == STRING_ANNOTATION:
+        return "write the annotation without quotes (x: torch.Tensor) or leave it out"
+    if construct.startswith("a relative import"):
+        return "put that code in the notebook itself: only the notebook is graded"
+    imported = re.match(r"(?:from|import) ([\w.]+)", construct)
+    if imported:
+        module = imported.group(1).split(".")[0]
+        if module == "IPython" and "display" in text:
+            return "delete it: display(...) works without an import"
+        if module == "tqdm":
+            return "delete it: print the progress every so many steps instead"
+        if module in SHELL_IMPORTS:
+            return "delete it: no exercise needs files, paths or the interpreter"
+        return ("delete it: a notebook may import torch, numpy, math, matplotlib, lmpolicy and Python's plain helpers "
+                "(functools, itertools, collections, ...) only")
+    return "take it out of your notebook"
 
 
 @functools.lru_cache(maxsize=1024)  # each test reads every cell above it again; the trees are only read
-def _parsed(cell: Cell) -> tuple[ast.Module | None, str | None]:
+def _parsed(cell: Cell) -> tuple[ast.Module | None, Outside | None]:
     """The cell's syntax tree, or why it has none (it is not plain Python)."""
     try:
         return ast.parse(cell.source), None
     except SyntaxError as error:
-        line = (error.lineno or 1)
-        text = (cell.source.splitlines()[line - 1:line] or [""])[0].strip()
+        line = min(max(error.lineno or 1, 1), max(len(cell.source.splitlines()), 1))
+        text = cell.line(line)
         what = ("an IPython magic or shell line" if text.startswith(("%", "!")) or text.endswith("?")
                 else f"not plain Python ({error.msg})")
-        return None, f"{cell.where} line {line} is {what}"
+        construct = NOT_PARSED if what.startswith("an IPython") else what
+        help_ = advice(construct, text)
+        return None, Outside(cell, line, construct, f"{cell.where} line {line} is {what}: no exercise checked below it "
+                             f"gets credit; {help_}", help_)
     except (ValueError, RecursionError, MemoryError) as error:
-        return None, f"{cell.where} is not plain Python ({type(error).__name__})"
+        what = f"{NOT_PARSED} ({type(error).__name__})"
+        return None, Outside(cell, 1, what, f"{cell.where} is {what}", advice(what, ""))
 
 
 def _quoted(cell: Cell, node) -> str:
@@ -269,18 +357,19 @@ def _imported(cells: list[Cell]) -> set[str]:
     return found
 
 
-def outside_construct(cell: Cell, tested: set[str] = frozenset(), imported: set[str] | None = None) -> str | None:
-    """The first thing in ``cell`` outside the allowed constructs, as the reason says it, or None.
-
-    The reason names the cell, the line, and the construct; when the statement holding it names a tested
-    name (``globals().update(softmax=...)``), it says that it binds that name. ``imported``: the names the
-    notebook's imports bind (this cell's own, if not given)."""
+def constructs_outside(cell: Cell, tested: set[str] = frozenset(),
+                       imported: set[str] | None = None) -> list[Outside]:
+    """Each statement of ``cell`` holding something outside the allowed constructs (its first such thing), or the
+    one reason it does not parse. When the statement names a tested name (``globals().update(softmax=...)``),
+    the finding says that it binds that name. ``imported``: the names the notebook's imports bind (this cell's
+    own, if not given)."""
     tree, unparsed = _parsed(cell)
     if tree is None:
-        return unparsed
+        return [unparsed]
     imported = _imported([cell]) if imported is None else imported
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)
               and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")}
+    found = []
     for statement in tree.body:
         for node in ast.walk(statement):
             refused = _refused(node, imported, called)
@@ -289,12 +378,23 @@ def outside_construct(cell: Cell, tested: set[str] = frozenset(), imported: set[
             line = getattr(node, "lineno", statement.lineno)
             named = sorted(tested & _names_in(statement))
             quote = _quoted(cell, statement)
-            if named:
-                return (f"{cell.where} line {line} binds {named[0]} with {quote} ({refused}): the grader only "
-                        f"credits a {named[0]} made by a plain def or assignment in its answer cell")
-            return (f"{cell.where} line {line} uses {refused} ({quote}), outside the plain Python the grader "
-                    "can check: no exercise checked below it gets credit; take it out of your notebook")
-    return None
+            help_ = advice(refused, cell.line(line))
+            if named:  # what the test's feedback says: how its own name was made
+                reason = (f"{cell.where} line {line} binds {named[0]} with {quote} ({refused}): the grader only "
+                          f"credits a {named[0]} made by a plain def or assignment in its answer cell")
+            else:
+                reason = (f"{cell.where} line {line} uses {refused} ({quote}), outside the plain Python the grader "
+                          f"can check: no exercise checked below it gets credit; {help_}")
+            found.append(Outside(cell, line, refused, reason, help_))
+            break
+    return found
+
+
+def outside_construct(cell: Cell, tested: set[str] = frozenset(), imported: set[str] | None = None) -> str | None:
+    """The first thing in ``cell`` outside the allowed constructs, as the grader's reason says it, or None: the
+    cell, the line and the construct."""
+    found = constructs_outside(cell, tested, imported)
+    return found[0].reason if found else None
 
 
 def _names_in(statement) -> set[str]:
@@ -443,10 +543,10 @@ def _plain_makings(cell: Cell, tested: set[str]) -> set[str]:
             and how in ("a def", "an assignment", "an annotated assignment")}
 
 
-def outside_making(cell: Cell, tested: set[str], exercise: str | None, remade_below: set[str] = frozenset(),
-                   answered: bool = True) -> str | None:
+def making_outside(cell: Cell, tested: set[str], exercise: str | None, remade_below: set[str] = frozenset(),
+                   answered: bool = True) -> Outside | None:
     """The first binding in ``cell`` of a name of ``tested`` that is not a plain making of it at the top
-    level of an answer cell of ``exercise``, as the reason says it, or None. A plain making in another
+    level of an answer cell of ``exercise``, or None. A plain making in another
     cell is let through for the names of ``remade_below``, which an answer cell below it makes again
     (an earlier attempt left in the notebook: the answer cell's making replaces it), and in any cell when
     no cell above the test answers ``exercise`` (``answered`` false: its answer cell deleted, which the
@@ -463,15 +563,27 @@ def outside_making(cell: Cell, tested: set[str], exercise: str | None, remade_be
             if plain and (not answered or cell.exercise == exercise or name in remade_below):
                 continue
             if how == "an import":  # the library's own answer, most often: the words of the check it skips
-                return (f"{cell.where} line {line} imports {name}, which gets no credit: implement this yourself, "
-                        f"with a plain def of {name} in its answer cell")
+                return Outside(cell, line, f"imports {name}",
+                               f"{cell.where} line {line} imports {name}, which gets no credit: implement this "
+                               f"yourself, with a plain def of {name} in its answer cell",
+                               f"implement it yourself, with a plain def of {name} in its answer cell", name)
             where = "" if cell.exercise == exercise or not answered else " outside its answer cell"
-            return (f"{cell.where} line {line} binds {name} with {how}{where}: the grader only credits a {name} "
-                    f"made by a plain def or assignment ({name} = ...) at the top level of its answer cell")
+            return Outside(cell, line, f"binds {name} with {how}{where}",
+                           f"{cell.where} line {line} binds {name} with {how}{where}: the grader only credits a {name} "
+                           f"made by a plain def or assignment ({name} = ...) at the top level of its answer cell",
+                           f"make {name} only with a plain def or assignment ({name} = ...) at the top level of its "
+                           "answer cell", name)
     return None
 
 
-def outside_the_rule(cells: list[Cell], test_source: str, exercise: str | None, trusted: set[str]) -> str | None:
+def outside_making(cell: Cell, tested: set[str], exercise: str | None, remade_below: set[str] = frozenset(),
+                   answered: bool = True) -> str | None:
+    """``making_outside``'s finding as the grader's reason, or None."""
+    found = making_outside(cell, tested, exercise, remade_below, answered)
+    return found.reason if found else None
+
+
+def first_outside(cells: list[Cell], test_source: str, exercise: str | None, trusted: set[str]) -> Outside | None:
     """Why the test cell ``test_source`` of ``exercise`` gets no credit under the code rule, or None: the
     first cell of ``cells`` (the submitted code cells above it, in order) holding a construct outside the
     allowlist or a binding of a tested name that is not a plain one in its answer cell."""
@@ -485,7 +597,86 @@ def outside_the_rule(cells: list[Cell], test_source: str, exercise: str | None, 
     answered = exercise is not None and any(cell.exercise == exercise for cell in cells)
     imported = _imported(cells)
     for cell, remade in zip(cells, reversed(remade_after)):
-        reason = outside_construct(cell, tested, imported) or outside_making(cell, tested, exercise, remade, answered)
-        if reason:
-            return reason
+        found = constructs_outside(cell, tested, imported)
+        found = found[0] if found else making_outside(cell, tested, exercise, remade, answered)
+        if found:
+            return found
     return None
+
+
+def outside_the_rule(cells: list[Cell], test_source: str, exercise: str | None, trusted: set[str]) -> str | None:
+    """``first_outside`` as the grader's one-line reason (the test's verdict in the feedback), or None."""
+    found = first_outside(cells, test_source, exercise, trusted)
+    return found.reason if found else None
+
+
+# -- the student's view: the same judgement before hand-in ---------------------------------------------------
+
+# What the trusted kernel holds before any cell of a notebook runs (IPython's names); a test reads them freely.
+KERNEL_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "_", "__", "___", "display"})
+
+
+def _nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def _is_test(cell) -> bool:
+    """A test (check) cell: graded code that is no answer (nbgrader's metadata; the grader's ``cells.is_test``)."""
+    meta = _nbgrader(cell)
+    return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
+
+
+def _trusted_after(source: str) -> set[str]:
+    """The names a cell the trusted kernel runs itself (a test, a locked set-up cell) binds there."""
+    try:
+        return {s.get_name() for s in symtable.symtable(source, "cell", "exec").get_symbols()
+                if s.is_assigned() or s.is_imported()}
+    except SyntaxError:
+        return set()
+
+
+def notebook_judgement(nb) -> tuple[list[Cell], dict[str, Outside | None]]:
+    """A notebook as the grader judges it: its submitted code cells (every code cell but the tests, each with
+    the exercise it answers and the one above it) and, for each test cell's grade id, ``first_outside`` as
+    the trusted kernel finds it when that test runs (the names the locked set-up cells and the tests above
+    bind are the trusted kernel's own)."""
+    cells, judged, trusted, below = [], {}, set(KERNEL_NAMES), None
+    for index, cell in enumerate(nb.cells):
+        meta = _nbgrader(cell)
+        key = catalogue.exercise_key(meta["grade_id"]) if meta.get("grade_id") else None
+        if cell.get("cell_type") == "code" and _is_test(cell):
+            judged[meta["grade_id"]] = first_outside(cells, cell.source, key, trusted)
+            trusted |= _trusted_after(cell.source)
+        elif cell.get("cell_type") == "code":
+            if meta.get("locked") and not meta.get("solution"):
+                trusted |= _trusted_after(cell.source)
+            cells.append(Cell(index, cell.source, key if meta.get("solution") else None, below))
+        if key and (meta.get("solution") or meta.get("grade")):
+            with contextlib.suppress(ValueError):  # a key of no known form: no exercise to name cells by
+                below = catalogue.label(key)
+    return cells, judged
+
+
+def notebook_outside(nb) -> list[Outside]:
+    """Everything in notebook ``nb`` outside the rule, in the order of the notebook, each once: every statement
+    of a submitted code cell outside the allowed constructs, and every making of a tested name the grader
+    would refuse at a test below it."""
+    cells, judged = notebook_judgement(nb)
+    imported = _imported(cells)
+    found = {(o.cell.index, o.line): o for cell in cells for o in constructs_outside(cell, imported=imported)}
+    for outside in judged.values():
+        if outside is not None:
+            found.setdefault((outside.cell.index, outside.line), outside)
+    return [found[place] for place in sorted(found)]
+
+
+def first_outside_in_history(history: list[tuple[int, str]]) -> tuple[Outside, int] | None:
+    """The first construct outside the rule among the cells a kernel ran (``history``: (execution count,
+    source) in order; the check cells left out by the caller), and how many other cells are outside too; or None.
+    The finding's cell index is the execution count."""
+    cells = [Cell(count, source) for count, source in history if source.strip()]
+    imported = _imported(cells)
+    found = [o for cell in cells for o in constructs_outside(cell, imported=imported)[:1]]
+    if not found:
+        return None
+    return found[0], len({o.cell.source for o in found[1:]} - {found[0].cell.source})
