@@ -40,11 +40,11 @@ class Shortcuts:
 
     ``library``: ``"module:qualname"`` of the student library's functions that compute the exercise's
     quantity, or a bare ``"module"`` for a whole module (the answer key). ``torch``: dotted paths of torch's
-    public callables that do (blocked in-process by ``shortcuts``). ``pattern``: a regular expression on a
-    name (searched, so it matches inside ``_softmax`` or ``special_softmax``), for the names torch has
-    public and private (``torch._softmax``, ``torch.special.softmax``, ``torch._C._nn...``,
-    ``torch.ops.aten._softmax``). ``parts``: ``"module:qualname"`` of library functions the notebook gives
-    its students for other uses, which compute a part of the quantity and not the quantity itself
+    public callables that do (blocked in-process by ``shortcuts``). ``pattern``: a regular expression that a
+    whole name matches (``re.fullmatch``, as the no-credit rule reads it: ``.*softmax.*`` for ``_softmax``),
+    for the names torch has public and private (``torch._softmax``, ``torch.special.softmax``,
+    ``torch._C._nn...``, ``torch.ops.aten._softmax``). ``parts``: ``"module:qualname"`` of library functions
+    the notebook gives its students for other uses, which compute a part of the quantity and not the quantity itself
     (``kl`` for Lab Task 4's ``kl_objective``): the exercise's rule refuses them by name, the grading kernel
     keeps them.
     """
@@ -55,7 +55,8 @@ class Shortcuts:
     parts: tuple[str, ...] = ()
 
 
-SOFTMAX_NAMES = r"(?i)soft_?m(ax|in)|^(OneHot)?Categorical$"  # any softmax or softmin, and the distributions built on one
+# any softmax or softmin, and the distributions built on one
+SOFTMAX_NAMES = r"(?i).*soft_?m(ax|in).*|(OneHot)?Categorical"
 
 _VARIANT = Shortcuts(library=(ANSWER_KEY,))
 
@@ -175,7 +176,7 @@ def names(exercise_key: str) -> set:
 
 def matches(exercise_key: str, name: str) -> bool:
     """Whether ``name`` (a leaf name) is one of ``exercise_key``'s shortcuts, by name or by pattern."""
-    return any(name == entry if isinstance(entry, str) else bool(entry.search(name))
+    return any(name == entry if isinstance(entry, str) else bool(entry.fullmatch(name))
                for entry in names(exercise_key))
 
 
@@ -234,4 +235,4 @@ def rule_names(sources) -> set:
     that a rule comparing names sees a private torch name for the shortcut it is."""
     declared = active_names()
     patterns = [entry for entry in declared if not isinstance(entry, str)]
-    return declared | {name for name in _outside_names(sources) if any(p.search(name) for p in patterns)}
+    return declared | {name for name in _outside_names(sources) if any(p.fullmatch(name) for p in patterns)}

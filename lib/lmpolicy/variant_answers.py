@@ -21,8 +21,8 @@ from lmpolicy.exact.kl import estimator_moments, probability_mean_below
 from lmpolicy.exact.scenarios import Scenario, kl_demo_policy_for
 from lmpolicy.exact.temperature import softmax
 from lmpolicy.exact.tilting import frontier, soft_values, tilted_optimum, token_level_optimum
-from lmpolicy.variants import (_BLIND_CHAPTER, _FAMILIES, _UNSET, BATCH_TOKENS, _blind_scenario, _check_student, _family,
-                               _Family, _Picker, _worked_scenario, for_exercise)
+from lmpolicy.variants import (_BLIND_CHAPTER, _FAMILIES, _UNSET, BATCH_TOKENS, _blind_scenario, _check_student,
+                               _family, _Family, _Picker, _worked_scenario, for_exercise)
 
 OTHER_VARIANT_MESSAGE = ("this is the chapter's value; your model's is different: see the parameters at the "
                          "top of the exercise")

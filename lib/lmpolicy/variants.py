@@ -37,7 +37,8 @@ from types import MappingProxyType
 
 import numpy as np
 
-from lmpolicy.exact.scenarios import KL_DEMO_REF_PROBS, Scenario, get_scenario, kl_demo_policy_for  # noqa: F401 (the 06 notebook's kl_demo_policy_for)
+from lmpolicy.exact.scenarios import KL_DEMO_REF_PROBS, Scenario, get_scenario
+from lmpolicy.exact.scenarios import kl_demo_policy_for  # noqa: F401 (notebook 06 reads it here)
 from lmpolicy.exact.toy import ToyLM
 
 STUDENT_ID_VARIABLE = "LMPOLICY_STUDENT_ID"

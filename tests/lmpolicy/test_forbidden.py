@@ -25,6 +25,8 @@ def test_a_private_torch_softmax_gets_no_credit_by_the_declared_pattern(how):
         names = forbidden.rule_names(sources) | {no_credit.leaf(fn) for fn in checks.active_blocks()}
         reason = no_credit.library_shortcut(sources, "softmax", names)
     assert reason is not None and "gets no credit" in reason, reason
+    with forbidden.shortcuts("nb01_softmax"):  # the declared pattern alone, as the rule matches it
+        assert no_credit.library_shortcut(sources, "softmax", forbidden.active_names()) is not None
     if how != "torch.special.softmax":  # its leaf is softmax itself: the names alone refused it already
         # the names alone, as the channel passed them before (the leaves of the blocked functions), let it through
         assert no_credit.library_shortcut(sources, "softmax", {"softmax", "log_softmax"}) is None

@@ -163,7 +163,8 @@ def _kl_objective():
 
 def _token_level_optimum():
     rng = np.random.default_rng(25)
-    first, second, rewards, beta = rng.dirichlet(np.ones(2)), rng.dirichlet(np.ones(2), size=2), rng.normal(0, 1, (2, 2)), 0.6
+    first, second = rng.dirichlet(np.ones(2)), rng.dirichlet(np.ones(2), size=2)
+    rewards, beta = rng.normal(0, 1, (2, 2)), 0.6
     V = beta * np.logaddexp.reduce(np.log(second) + rewards / beta, axis=1)
     V0 = beta * np.logaddexp.reduce(np.log(first) + V / beta)
     return (first, second, rewards, beta), np.exp(np.log(first) + (V - V0) / beta)
