@@ -6,6 +6,7 @@
                   (a class with no student yet: the examples instead, in examples-course/); on a local
                   Dask cluster, or on an existing one with --scheduler tcp://host:8786
   report          print the report and rewrite grades.csv from the gradebook and the last grading
+  export          write the gradebook import file of Canvas or Moodle (--lms), with a student mapping file
   install-kernel  write the grading kernelspec (prlimit-wrapped) for formgrader or `jupyter kernelspec`
 
 Each command is a settings dataclass below, made into a command line by tyro (as CleanRL does):
@@ -28,6 +29,7 @@ import tyro
 
 from lmpolicy_grader.class_grading.cluster import ClusterUnavailable
 from lmpolicy_grader.class_grading.grading import grade_class
+from lmpolicy_grader.class_grading.lms_export import Columns, Lms, Missing, MoodleIdentifier
 from lmpolicy_grader.class_grading.course import ASSIGNMENT, load_config, load_outcomes, submitted_students
 from lmpolicy_grader.class_grading.release import release
 from lmpolicy_grader.isolation.sandbox import SandboxUnavailable
@@ -40,13 +42,15 @@ def report(course_root: Path, assignment: str = ASSIGNMENT) -> str:
     from lmpolicy_grader.corpus.examples import examples_in_class
     from lmpolicy_grader.class_grading.report import exercise_rows, format_report, write_csv
 
+    from lmpolicy_grader.class_grading.pitfalls import common_pitfalls
+
     rows = exercise_rows(course_root, load_outcomes(course_root), assignment)
     write_csv(rows, course_root / "grades.csv")
     lingering = examples_in_class(course_root)
     note = (f"\n\nNote: submitted/ holds students named as the examples are ({', '.join(lingering)}); if an older "
             "version of this grader put them there, remove them (submissions, grades) with "
             "`python -m lmpolicy_grader examples --remove-from-class`") if lingering else ""
-    return format_report(rows) + note
+    return format_report(rows, common_pitfalls(course_root, rows, assignment)) + note
 
 
 def grade_examples(course_root: Path, workers: int | None = None, feedback: bool = True,
@@ -150,6 +154,40 @@ class Report:
 
 
 @dataclass
+class Export:
+    """Write the gradebook import file of Canvas or Moodle (one row per student of the mapping file) from the
+    gradebook and the last grading, the same summaries as the report. What has no final grade is never a 0:
+    a notebook or exercise pending hand grading or FAILED is an empty cell for Canvas (its import then changes
+    nothing) and '-' for Moodle (its import reads it as no grade); see --missing for work not submitted. Graded
+    students the mapping does not name are left out and listed in a warning."""
+
+    lms: Lms
+    """canvas: the Gradebook import CSV (Student, ID, SIS User ID, SIS Login ID, Section, a column per item,
+    the Points Possible row); moodle: the CSV grade import (an identifier column, a column per grade item)"""
+    mapping: Path
+    """CSV with a header: student_id (the course's), then the LMS's: name, canvas_id, sis_user_id, sis_login_id,
+    section (Canvas: one of the three ids per row), email, username, idnumber (Moodle: --moodle-identifier's)"""
+    columns: Columns = "notebook"
+    """one column per notebook, or per exercise"""
+    missing: Missing = "zero"
+    """a notebook not submitted: zero (0, as the report counts it), no-grade (Canvas empty, Moodle '-'), or
+    excused (Canvas EX; refused for Moodle, whose CSV import has no excused cell)"""
+    moodle_identifier: MoodleIdentifier = "email"
+    """the mapping column Moodle identifies students by (on import: Map from it, to useremail/username/useridnumber)"""
+    to: Path | None = None
+    """the file to write (default: <course>/<lms>_grades.csv)"""
+
+    def run(self, course_root: Path) -> None:
+        from lmpolicy_grader.class_grading.lms_export import export_lms
+        try:
+            written = export_lms(course_root, self.lms, self.mapping, self.to, self.columns, self.missing,
+                                 self.moodle_identifier)
+        except ValueError as error:  # a MappingError (the file and the row), or Moodle asked to excuse
+            sys.exit(str(error))
+        print(written.summary())
+
+
+@dataclass
 class InstallKernel:
     """Write the grading kernelspec (prlimit-wrapped, the course's limits) for formgrader or `jupyter kernelspec`."""
 
@@ -174,6 +212,7 @@ class Command:
                    Annotated[Examples, tyro.conf.subcommand("examples")],
                    Annotated[Grade, tyro.conf.subcommand("grade")],
                    Annotated[Report, tyro.conf.subcommand("report")],
+                   Annotated[Export, tyro.conf.subcommand("export")],
                    Annotated[InstallKernel, tyro.conf.subcommand("install-kernel")]]
     course: Path = Path(".")
     """course folder, holding nbgrader_config.py"""

@@ -34,7 +34,7 @@ from lmpolicy_grader.class_grading.status import Status
 DEFAULT_DESTINATION = "nbgrader_export.csv"
 
 
-def _outcomes(gradebook, course_root: Path, assignment: str, student: str, graded: dict) -> list[Outcome]:
+def student_outcomes(gradebook, course_root: Path, assignment: str, student: str, graded: dict) -> list[Outcome]:
     """The last grading's outcomes of ``student``; a notebook it never graded (stock ``nbgrader autograde``,
     or not at all) as the gradebook and ``submitted/`` show it."""
     notebooks = [n.name for n in gradebook.find_assignment(assignment).notebooks]
@@ -82,7 +82,7 @@ class StatusCsvExportPlugin(CsvExportPlugin):
                     rows.append({"assignment": assignment, "student_id": student})
         for row in rows:
             student, assignment = row["student_id"], row["assignment"]
-            outcomes = _outcomes(gradebook, course_root, assignment, student, graded)
+            outcomes = student_outcomes(gradebook, course_root, assignment, student, graded)
             summary = student_summaries(exercise_rows(course_root, outcomes, assignment, gradebook))[student]
             row["status"], row["open"] = summary.status, summary.open(reasons=False)
             row["problems"] = "; ".join(f"{notebook}: {reason} (what to do: {failed_advice(reason, student)})"

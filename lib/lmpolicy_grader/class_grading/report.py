@@ -52,15 +52,20 @@ def exercise_rows(course_root: Path, outcomes: list[Outcome], assignment: str = 
         return _rows_from(gradebook, outcomes, assignment)
 
 
+def exercise_maxima(notebook) -> dict[str, float]:
+    """{exercise: its points} of a gradebook notebook (the sum of its grade cells' max scores), in cell order."""
+    maxima = defaultdict(float)
+    for cell in notebook.grade_cells:
+        maxima[exercise_key(cell.name)] += cell.max_score
+    return dict(maxima)
+
+
 def _rows_from(gradebook, outcomes: list[Outcome], assignment: str) -> list[ExerciseRow]:
     from nbgrader.api import MissingEntry
 
     rows = []
     for outcome in outcomes:
-        cells = gradebook.find_notebook(outcome.notebook, assignment).grade_cells
-        maxima = defaultdict(float)
-        for cell in cells:
-            maxima[exercise_key(cell.name)] += cell.max_score
+        maxima = exercise_maxima(gradebook.find_notebook(outcome.notebook, assignment))
         if outcome.status != Status.GRADED:  # MISSING scores 0; FAILED has no score
             rows += [ExerciseRow(outcome.student, outcome.notebook, exercise,
                                  0.0 if outcome.status == Status.MISSING else None,
@@ -215,6 +220,9 @@ How to read this report
   per exercise   graded: students whose exercise is fully scored (autograded, and marked where it has
                  written parts); mean and full marks over those; pending / FAILED / not submitted: how
                  many students are in each state; "-" where no student is graded yet
+  got wrong      per exercise, the reasons its failed checks gave most often across the class, "n of m":
+                 n students hit it, of the m whose exercise was autograded; each student's own numbers
+                 are shown as #, so one pitfall with different numbers counts once (read from autograded/)
   grades.csv     one row per student and exercise: score (empty when there is none), status, reason,
                  waiting (answers to grade by hand), recheck (manual grades to re-check)"""
 
@@ -262,15 +270,33 @@ def exercise_statistics(rows: list[ExerciseRow]) -> list[str]:
                                       "not submitted"], lines, numbers=range(1, 8))
 
 
+def class_pitfalls(pitfalls: dict) -> list[str]:
+    """The most common failing reasons per exercise (``pitfalls.common_pitfalls``), in the per-exercise table's
+    order: "2 of 5: <what the check said>", numbers shown as #."""
+    lines = []
+    for (notebook, exercise), found in pitfalls.items():
+        lines.append(f"  {_named(notebook, exercise)}")
+        for pitfall in found:
+            lines.append(f"    {pitfall.students} of {pitfall.of}: {pitfall.reason.problem}")
+            if pitfall.reason.hint:
+                lines.append(f"    {'':{len(f'{pitfall.students} of {pitfall.of}: ')}}hint: {pitfall.reason.hint}")
+    return ["What the class got wrong (the checks' most common failing reasons per exercise, top 3; "
+            "numbers shown as #)"] + lines if lines else []
+
+
 def failed_notebooks(rows: list[ExerciseRow]) -> list[str]:
     failures = sorted({(r.student, r.notebook, r.reason) for r in rows if r.status == Status.FAILED})
     lines = [f"FAILED {s}/{n}: {why}\n  what to do: {failed_advice(why, s)}" for s, n, why in failures]
     return ["FAILED notebooks (no score, never 0)"] + lines if lines else []
 
 
-def format_report(rows: list[ExerciseRow]) -> str:
-    """The class summary, the per-exercise statistics, what to do about each FAILED notebook, the legend."""
+def format_report(rows: list[ExerciseRow], pitfalls: dict | None = None) -> str:
+    """The class summary, the per-exercise statistics and what the class got wrong (``pitfalls``, from
+    ``pitfalls.common_pitfalls``), what to do about each FAILED notebook, the legend."""
     if not rows:
         return "No submissions graded yet (submitted/<student>/ch11/ is empty)."
-    parts = [class_summary(rows), exercise_statistics(rows), failed_notebooks(rows), LEGEND.splitlines()]
+    order = list(dict.fromkeys((r.notebook, r.exercise) for r in rows))  # the per-exercise table's order
+    ordered = {key: (pitfalls or {})[key] for key in order if key in (pitfalls or {})}
+    parts = [class_summary(rows), exercise_statistics(rows) + ([""] + class_pitfalls(ordered) if ordered else []),
+             failed_notebooks(rows), LEGEND.splitlines()]
     return "\n\n".join("\n".join(part) for part in parts if part)
