@@ -12,8 +12,8 @@ What each file follows, and where that is written:
   required columns as Ohio State's guide lists them, https://teaching.resources.osu.edu/toolsets/carmencanvas/
   guides/calculating-final-grades/import-csv-file-carmen-grades: the student's name, or Canvas ID, or SIS User
   ID; SIS Login ID; Section; then the assignments). The header is ``Student, ID, SIS User ID, SIS Login ID,
-  Section`` and one column per graded item; the second row is Canvas's own ``Points Possible`` row (as its
-  gradebook export writes it) with each item's points. A column whose name matches no Canvas assignment
+  Section`` and one column per graded item; the second row is Canvas's own ``Points Possible`` row with each
+  item's points. A column whose name matches no Canvas assignment
   becomes a new assignment on import (Ohio State's guide); name them in Canvas as they are here, or rename.
   Cells: a score; **empty** where there is no final grade yet (pending hand grading, FAILED): an empty cell
   changes nothing in Canvas's gradebook; ``EX`` excuses (only with ``--missing excused``).
@@ -73,7 +73,8 @@ MOODLE_IDS = ("email", "username", "idnumber")
 MAPPING_COLUMNS = (STUDENT_COLUMN, "name", *CANVAS_IDS, "section", *MOODLE_IDS)
 
 CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
-CANVAS_POINTS_ROW = "    Points Possible"  # as Canvas's own gradebook export writes it
+CANVAS_POINTS_ROW = "    Points Possible"  # indented as Canvas's own gradebook export writes it (from memory of
+# that export: the stored sources held no copy of it), so the import reads it as that row, never as a student
 CANVAS_EXCUSED = "EX"
 MOODLE_NO_GRADE = "-"
 MOODLE_HEADER = {"email": "Email address", "username": "Username", "idnumber": "ID number"}  # Moodle's field labels
