@@ -408,6 +408,7 @@ class _CellRecorder:
             self._record(result)
         except Exception as error:  # noqa: BLE001 - the record must never break the student's notebook
             print(f"(lmpolicy could not record this cell's checks: {type(error).__name__}: {error})")
+        say_outside_the_code_rule(info.raw_cell or "")
 
     def _record(self, result) -> None:
         source = result.info.raw_cell or ""
@@ -431,6 +432,32 @@ class _CellRecorder:
     def answer_of(self, key: str) -> dict[str, str]:
         """Fingerprints of the answer cells of ``key`` as this kernel last ran them."""
         return {cell: self.ran[cell] for cell, owner in self.answer_cells().items() if owner == key and cell in self.ran}
+
+
+# --- the grader's code rule, said when a check runs (lmpolicy.code_rule judges; nothing here is blocked) ----------
+
+def say_outside_the_code_rule(cell_source: str) -> None:
+    """After a check cell (one holding ``done("key")``) in the student's own kernel: one ✗ line when a cell this
+    kernel ran holds a construct outside the grader's code rule (``%matplotlib inline``, ``import os``, a syntax
+    error...), which at grading costs every exercise checked below it. The cells judged are IPython's history of
+    this session as the student typed them (``In``, raw), the check cells left out (the grader runs its own)."""
+    if not DONE_CALL.search(cell_source):
+        return
+    history = getattr(getattr(_ipython(), "history_manager", None), "input_hist_raw", None) or []
+    try:
+        from lmpolicy import code_rule  # here, not at the top: the grading kernel never needs it
+
+        found = code_rule.first_outside_in_history(
+            [(count, source) for count, source in enumerate(history) if not DONE_CALL.search(source)])
+        if found is None:
+            return
+        outside, others = found
+        text = outside.student_line(f"In [{outside.cell.index}]")
+    except Exception:  # noqa: BLE001 - a judgement that fails says nothing; the grader judges for itself
+        return
+    more = f"{others} more cell{'s' if others > 1 else ''} too; " if others else ""
+    print("\n".join(wrapped([f"{RED}{BOLD}\u2717 When graded:{RESET} {text} ({more}Validate lists what the saved "
+                              "notebook holds)"])))
 
 
 def _reason(error: BaseException) -> str:

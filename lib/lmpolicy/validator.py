@@ -1,4 +1,6 @@
-"""What nbgrader's Validate says to a student: each failing check as its ✗ lines, under its exercise's name.
+"""What nbgrader's Validate says to a student: each failing check as its ✗ lines, under its exercise's name,
+and first each construct the grader's code rule would refuse (``lmpolicy.code_rule``: ``%matplotlib inline``,
+``import os``, a cell that does not parse...), one ✗ line each, with what to do.
 
 Stock nbgrader 0.9.6 reports a failing graded cell as the cell's whole source followed by its error:
 for this course's check cells that is 40-65 lines of test code before the one-line verdict. Its
@@ -27,7 +29,7 @@ from nbconvert.filters import ansi2html
 from nbgrader import utils
 from nbgrader.validator import Validator
 
-from lmpolicy import catalogue
+from lmpolicy import catalogue, code_rule
 from lmpolicy.verdict_lines import strip_ansi, wrap
 
 MARK = "\u2717"  # how every verdict line of lmpolicy.checks begins
@@ -126,13 +128,27 @@ def saved_variant_mismatch(notebook) -> str | None:
     return None
 
 
+CODE_RULE = "Plain Python the grader can check"  # what stands for the cell of a construct outside the code rule
+
+
+def code_rule_failures(notebook) -> list[dict]:
+    """Every construct of ``notebook`` (as saved) outside the grader's code rule (``lmpolicy.code_rule``), each as
+    one failure of one ✗ line: the cell (its place, the exercise it answers or is below), the line, the code, and
+    what to do. Validate runs the notebook, which runs such code fine; grading would give every exercise checked
+    below it no credit."""
+    return [{"source": CODE_RULE, "raw_error": f"{MARK} {outside.student_line()}"}
+            for outside in code_rule.notebook_outside(notebook)]
+
+
 class VerdictValidator(Validator):
     """nbgrader's Validator, reporting each failing cell by its exercise's name and its verdict; first of all,
     numbers saved for a student other than the one this id gives."""
 
     def validate(self, filename: str):
         self._notebook, self._reported = None, {}
-        mismatch = saved_variant_mismatch(nbformat.read(filename, as_version=nbformat.NO_CONVERT))
+        handed_in = nbformat.read(filename, as_version=nbformat.NO_CONVERT)
+        mismatch = saved_variant_mismatch(handed_in)
+        outside = code_rule_failures(handed_in)
         try:
             results = super().validate(filename)
         except RuntimeError as error:
@@ -146,6 +162,8 @@ class VerdictValidator(Validator):
         for kind in ("failed", "changed"):  # in the order nbgrader listed the cells
             for entry, cell in zip(results.get(kind, []), self._reported.get(kind, [])):
                 entry["source"] = cell_name(cell, self._notebook)
+        if outside and not self.invert and "type_changed" not in results:
+            results["failed"] = outside + results.get("failed", [])
         if mismatch and not self.invert and "type_changed" not in results:
             results.setdefault("failed", []).insert(0, {"source": "Your own numbers", "raw_error": mismatch})
         for entry in results.get("failed", []):  # the dialog shows "error" as it is: wrapped to fit it
