@@ -243,6 +243,10 @@ def advice(construct: str, line: str) -> str:
         return "delete the line: IPython's magics are not plain Python (the cell runs without it)"
     if construct.startswith(NOT_PARSED):
         return "fix it, or delete the cell if it was a scratch (a cell that does not run costs the same)"
+    if construct == "help":
+        return "delete it (Shift+Tab on a name shows its help)"
+    if construct == "open":
+        return "delete it: no exercise reads or writes files"
     if construct == STRING_ANNOTATION:
         return "write the annotation without quotes (x: torch.Tensor) or leave it out"
     if construct.startswith("a relative import"):

@@ -262,6 +262,9 @@ HABITS = {
     "for i in range(3)\n    print(i)": "is not plain Python (expected ':'), which the grader cannot check: every "
                                        "exercise below it would get no credit; fix it, or delete the cell",
     "def f(x: 'torch.Tensor'):\n    return x": "write the annotation without quotes",
+    "help(math.exp)": "uses help, which is outside the plain Python the grader can check: every exercise below "
+                           "it would get no credit; delete it (Shift+Tab on a name shows its help)",
+    "with open('notes.txt', 'w') as f:\n    f.write('x')": "delete it: no exercise reads or writes files",
     "exec('x = 1')": "`exec('x = 1')` uses exec, which is outside the plain Python the grader can check",
 }
 
