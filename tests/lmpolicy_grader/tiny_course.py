@@ -187,7 +187,7 @@ KILLS_THE_GRADER = _answer("ex2__answer", "import os, signal\nos.kill(os.getppid
 
 # student -> (submission, expected {exercise: score or None}, expected status of the notebook, reason words)
 # Scores: ex1 is worth 2, ex2 3; ex3 (manual) is pending (None) whenever the notebook is graded. A construct outside
-# the code rule (trusted_tests.constructs: import os or sys, a module's attribute rebound, __code__) costs every
+# the code rule (lmpolicy.code_rule: import os or sys, a module's attribute rebound, __code__) costs every
 # exercise whose test runs below it.
 HOSTILE = {
     "reference": (source_notebook, {"ex1": 2, "ex2": 3}, Status.GRADED, ""),

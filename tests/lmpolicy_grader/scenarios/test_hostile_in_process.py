@@ -17,7 +17,7 @@ a wrapper, ``exec`` of the library module's source or of its file, and the same 
 to guard the submission's own process each earn 0 on the exercise they cheated, with the reason, while
 the reference and a blank submission keep their exact scores.
 
-The code rule (issue 34, ``trusted_tests.constructs``): an attack written with a construct outside the allowlist
+The code rule (issue 34, ``lmpolicy.code_rule``): an attack written with a construct outside the allowlist
 (``get_ipython``, ``import sys``, ``__code__``, a computed ``getattr``) costs every exercise tested below its cell,
 with the rule's reason; a tested name bound outside its answer cell's plain def (a ``match`` capture) costs only
 the exercises that read it. Both kept their credit under the old rule.
