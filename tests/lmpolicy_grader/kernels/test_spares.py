@@ -26,7 +26,9 @@ pytestmark = pytest.mark.skipif(sandbox.sandbox_problem() is not None and not os
                                 reason=f"no sandbox here: {sandbox.sandbox_problem()}")
 
 WRONG_DOUBLE = "def double(x):\n    return 3 * np.asarray(x, dtype=float)"
-HELPER = "import numpy as np\n\ndef double(x):\n    return 2 * np.asarray(x, dtype=float)\n"
+# A file of the student's folder the answer reads (with numpy: the code rule refuses an import of the folder's own modules)
+FACTOR_FILE, FACTOR_ANSWER = "factor.txt", ("_factor = float(np.loadtxt('factor.txt'))\n\n"
+                                            "def double(x):\n    return _factor * np.asarray(x, dtype=float)")
 
 
 def _released_notebook(root: Path):
@@ -36,15 +38,15 @@ def _released_notebook(root: Path):
 @pytest.fixture
 def course(tmp_path):
     """The tiny course with four students: the reference, a wrong
-    double, an answer that imports double from a file of its own folder, and one that plants things
+    double, an answer that reads its factor from a file of its own folder, and one that plants things
     for whoever comes next."""
     root = tiny_course.make_course(tmp_path / "course")
     release(root)
     tiny_course.submit(root, "a_reference", tiny_course.source_notebook())
     tiny_course.submit(root, "b_wrong", tiny_course.replace_answer(_released_notebook(root), "ex1__answer", WRONG_DOUBLE))
     tiny_course.submit(root, "c_helper", tiny_course.replace_answer(_released_notebook(root), "ex1__answer",
-                                                                    "from helper import double"))
-    (root / "submitted" / "c_helper" / "ch11" / "helper.py").write_text(HELPER)
+                                                                    FACTOR_ANSWER))
+    (root / "submitted" / "c_helper" / "ch11" / FACTOR_FILE).write_text("2\n")
     planter = ("import builtins, pathlib\nbuiltins.PLANTED = True\npathlib.Path('planted.txt').write_text('x')\n"
                "pathlib.Path('/tmp/planted.txt').write_text('x')\n" + tiny_course.CORRECT_DOUBLE)
     tiny_course.submit(root, "d_planter", tiny_course.replace_answer(_released_notebook(root), "ex1__answer", planter))
@@ -106,7 +108,7 @@ def test_notebooks_graded_in_spare_kernels_score_as_in_kernels_of_their_own(cour
     assert scores_with_spares == scores_without
     assert scores_with_spares["a_reference"] == {"ex1__tests": 2.0, "ex2__tests": 3.0}
     assert scores_with_spares["b_wrong"]["ex1__tests"] == 0.0
-    assert scores_with_spares["c_helper"]["ex1__tests"] == 2.0  # its helper.py reached the spare's folder
+    assert scores_with_spares["c_helper"]["ex1__tests"] == 2.0  # its factor.txt reached the spare's folder
     assert not (course / "autograded" / "d_planter" / "ch11" / "planted.txt").exists()  # nothing goes back
 
 
