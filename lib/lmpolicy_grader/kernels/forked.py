@@ -320,4 +320,7 @@ def become_sandboxed_kernel(arguments: list[str], env: dict[str, str], output: s
     torch.set_num_threads(int(env.get("OMP_NUM_THREADS", "1")))
     from ipykernel.kernelapp import IPKernelApp
 
+    # the zygote's import path holds "" (its own start folder): here that is the submission's folder, which
+    # the kernel's command line keeps off the import path (``ignore_cwd``), so the child drops it as well
+    sys.path[:] = [path for path in sys.path if path not in ("", ".") and os.path.abspath(path) != os.getcwd()]
     IPKernelApp.launch_instance(argv=arguments)

@@ -70,6 +70,10 @@ def grading_kernel_spec(memory_bytes: int = DEFAULT_MEMORY_BYTES, cpu_seconds: i
         "argv": [prlimit, f"--as={memory_bytes}", f"--cpu={cpu_seconds}", "--",
                  python, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--ext=lmpolicy_grader.trusted_tests.call_server",
                  f"--ext={MOVING_IN}",
+                 # its folder (the submission's files) is never on the import path: a handed-in matplotlib/ or
+                 # statistics.py would otherwise stand in for a module the code rule allows, and run code
+                 # the rule never read (the folder's data files stay readable)
+                 "--IPKernelApp.ignore_cwd=True",
                  "--IPKernelApp.log_level=ERROR"],
         "display_name": "Python 3 (lmpolicy grader, limited)",
         "language": "python",

@@ -97,6 +97,33 @@ def test_no_network_not_even_the_graders_loopback(sandbox_course):
     assert seen["('127.0.0.1', %d)" % port] == "ConnectionRefusedError"  # its own, empty loopback
 
 
+@entered
+@started
+def test_no_file_of_its_folder_is_importable_though_every_one_is_readable(sandbox_course, forked, spare):
+    """A submission's folder may hold a module named like one the code rule allows (a ``matplotlib/``
+    package, ``statistics.py``): imported, it would run code the rule never read. The kernel's import path
+    holds no folder of the submission's, in either start path; its data files still read."""
+    root, folder = sandbox_course
+    (folder / "shadow_probe.py").write_text("SHADOWED = True\n")
+    (folder / "matplotlib").mkdir()
+    (folder / "matplotlib" / "__init__.py").write_text("SHADOWED = True\n")
+    seen = run_in_kernel(folder, """
+        import json, os, sys
+        found = {}
+        for name in ("shadow_probe", "matplotlib"):
+            try:
+                module = __import__(name)
+                found[name] = "shadowed" if getattr(module, "SHADOWED", False) else "the installed one"
+            except ImportError:
+                found[name] = "not importable"
+        found["on the path"] = [p for p in sys.path if p in ("", ".") or os.path.abspath(p) == os.getcwd()]
+        found["data.txt"] = open("data.txt").read()
+        print(json.dumps(found))
+    """, spare=spare, forked=forked)
+    assert seen == {"shadow_probe": "not importable", "matplotlib": "the installed one", "on the path": [],
+                    "data.txt": "the student's own file"}
+
+
 @started
 def test_writes_outside_its_folder_fail_and_its_folder_is_a_private_copy(sandbox_course, repo_root, spare):
     root, folder = sandbox_course
