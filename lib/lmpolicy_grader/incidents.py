@@ -29,3 +29,7 @@ class GradingFailed(Exception):
 
 def note(kind: Incident, notebook: str, message: str, cell: str | None = None) -> None:
     INCIDENTS.append({"kind": kind, "notebook": notebook, "cell": cell, "message": message})
+
+
+# What a grading kernel dies of, as a reason says it: each limit of its sandbox by name
+WHY_A_KERNEL_DIES = "os._exit, a crash, or a limit of its sandbox: memory, CPU time or file size"

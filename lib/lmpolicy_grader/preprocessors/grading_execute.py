@@ -29,7 +29,7 @@ from nbgrader.preprocessors import Execute
 from nbgrader.utils import setenv
 
 from lmpolicy_grader.cells import is_locked_setup, is_test
-from lmpolicy_grader.incidents import GradingFailed, Incident, note
+from lmpolicy_grader.incidents import WHY_A_KERNEL_DIES, GradingFailed, Incident, note
 from lmpolicy_grader.kernels import remote_call, spares
 from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
 from lmpolicy_grader.kernels.moving_in import TARGET as MOVING_IN
@@ -191,13 +191,13 @@ class GradingExecute(OutputCap, Execute):
             cell = self._tests.run_test(cell, index, grade_id)
             if not run_sync(self.km.is_alive)():
                 raise GradingFailed("kernel died", f"the kernel died while {grade_id} called into it "
-                                    "(os._exit, a crash, or the memory/CPU limit)")
+                                    f"({WHY_A_KERNEL_DIES})")
             return cell, resources
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except DeadKernelError:
             raise GradingFailed("kernel died", f"the kernel died while running {grade_id} "
-                                "(os._exit, a crash, or the memory/CPU limit)") from None
+                                f"({WHY_A_KERNEL_DIES})") from None
         except CellTimeoutError:  # nbclient gave up waiting for the cell's output after an interrupt
             raise GradingFailed("timeout", f"{grade_id} ran past {self.timeout} s and did not stop when interrupted") from None
         if any(out.get("ename") == "CellTimeoutError" for out in cell.get("outputs", []) if out.output_type == "error"):
@@ -215,7 +215,7 @@ class GradingExecute(OutputCap, Execute):
         try:
             reply = self.wait_for_reply(msg_id)
         except DeadKernelError:
-            raise GradingFailed("kernel died", "the kernel died (os._exit, a crash, or the memory/CPU limit)") from None
+            raise GradingFailed("kernel died", f"the kernel died ({WHY_A_KERNEL_DIES})") from None
         finally:
             self.timeout = saved
         if reply is None:

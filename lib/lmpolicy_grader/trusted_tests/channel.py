@@ -17,6 +17,7 @@ from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.session import Session
 
 from lmpolicy import checks, forbidden
+from lmpolicy_grader.incidents import WHY_A_KERNEL_DIES
 from lmpolicy_grader.trusted_tests import codec, no_credit
 from lmpolicy_grader.trusted_tests.call_server import TARGET
 from lmpolicy_grader.trusted_tests.errors import CallTimedOut, ChannelError, InputChanged, submission_exception
@@ -97,7 +98,7 @@ class Channel:
                 if time.monotonic() >= next_beat:
                     next_beat = time.monotonic() + HEARTBEAT_EVERY
                     if not self._alive():
-                        self.broken = "the submission's kernel died (os._exit, a crash, or the memory/CPU limit)"
+                        self.broken = f"the submission's kernel died ({WHY_A_KERNEL_DIES})"
                         raise ChannelError(self.broken)
                 continue
             content = msg.get("content") or {}

@@ -107,3 +107,17 @@ def test_a_kernel_that_cannot_start_shows_its_own_error_output(tmp_path):
         execute.preprocess(nb, resources)
     assert "died twice at start-up" in failed.value.reason
     assert "/nonexistent/bin/python3" in failed.value.reason and "No such file or directory" in failed.value.reason
+
+
+def test_a_kernel_killed_by_its_file_size_limit_fails_the_notebook_with_a_reason_that_names_that_limit(tmp_path):
+    """A submission that gives SIGXFSZ back its default and writes past the sandbox's file-size limit kills its
+    own kernel: the reason names the file-size limit among the sandbox's limits, not only memory and CPU."""
+    killer = "import os, signal\nsignal.signal(signal.SIGXFSZ, signal.SIG_DFL)\nos.kill(os.getpid(), signal.SIGXFSZ)"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(killer)])
+    config = Config({"GradingKernelManager": {"sandbox": False}})
+    execute = GradingExecute(config=config, spare_kernels=False)
+    resources = {"nbgrader": {"notebook": "01_policy_softmax"}, "metadata": {"path": str(tmp_path)}}
+    with pytest.raises(GradingFailed) as failed:
+        execute.preprocess(nb, resources)
+    assert failed.value.kind == "kernel died"
+    assert "file size" in failed.value.reason and "memory" in failed.value.reason
