@@ -102,10 +102,11 @@ def replace_answer(nb, grade_id: str, source: str):
     return nb
 
 
-def submit(root: Path, student: str, nb=None, raw: str | None = None) -> None:
+def submit(root: Path, student: str, nb=None, raw: str | None = None, notebook: str = NOTEBOOK) -> None:
+    """Hand in ``nb`` (or the ``raw`` text) as ``student``'s ``notebook`` of ch11."""
     folder = root / "submitted" / student / "ch11"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{NOTEBOOK}.ipynb"
+    path = folder / f"{notebook}.ipynb"
     if raw is not None:
         path.write_text(raw)
     else:

@@ -237,9 +237,7 @@ def hostile_class(tmp_path_factory, repo_root):
         "import numpy as np\ndef softmax(logits, dim=-1):\n"
         "    return float(np.lib.stride_tricks.as_strided(np.zeros(1), shape=(2,), strides=(2 ** 44,)).sum())\n")
     for student, nb in submissions.items():
-        folder = root / "submitted" / student / "ch11"
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+        tiny_course.submit(root, student, nb, notebook=NOTEBOOK)
     outcomes = grade_class(root, workers=2, log=lambda _: None)
     return root, {o.student: o for o in outcomes}
 

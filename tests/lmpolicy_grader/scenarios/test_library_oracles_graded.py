@@ -46,9 +46,7 @@ def graded(tmp_path_factory, repo_root):
     for name, answer in CHEATS.items():
         submissions[name] = tiny_course.replace_answer(nbformat.from_dict(reference), SOFTMAX_CELL, answer)
     for student, nb in submissions.items():
-        folder = root / "submitted" / student / "ch11"
-        folder.mkdir(parents=True)
-        nbformat.write(nb, folder / f"{NOTEBOOK}.ipynb")
+        tiny_course.submit(root, student, nb, notebook=NOTEBOOK)
     outcomes = grade_class(root, workers=2, log=lambda _: None)
     return root, {o.student: o for o in outcomes}
 
