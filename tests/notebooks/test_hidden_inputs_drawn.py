@@ -62,7 +62,7 @@ def test_two_submissions_get_different_hidden_panels_and_one_submission_the_same
     assert first == _calls_with(monkeypatch, "student-a:digest-1"), "a re-grade of the same submission changed inputs"
     changed = _calls_with(monkeypatch, "student-a:digest-2")
     assert len(first) == len(changed)
-    assert first != changed, "11.10's hidden tests call disagreeing_temperatures with the same panels for any submission"
+    assert first != changed, "11.10's hidden tests call disagreeing_temperatures on the same panels for any submission"
     drawn = [call for call in first if call not in changed]
     assert drawn and all(len(panel) >= 3 for panel, _ in drawn)
 
