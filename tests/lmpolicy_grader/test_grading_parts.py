@@ -140,3 +140,25 @@ def test_outcomes_read_back_with_their_status_even_from_an_older_status_file(tmp
     assert [o.status for o in load_outcomes(tmp_path)] == [Status.FAILED]  # written before one spelling
     with pytest.raises(ValueError, match="'finished'"):
         Outcome("eve", "01_x", "finished")
+
+
+def test_a_failure_no_test_line_raised_reads_as_its_checks_verdict_or_by_its_name():
+    """The code rule refuses a test before it runs (no line of it raised): the feedback shows the rule's reason as
+    the checks show a refusal, "✗ Not allowed: ...", wrapped, not a class name and one line running off the page."""
+    from lmpolicy.verdict_lines import WIDTH
+    from lmpolicy_grader.preprocessors import HideHiddenTests
+
+    reason = ("cell 5 (your answer to ex1) line 1 uses from IPython.display import (from IPython.display import "
+              "publish_display_data), outside the plain Python the grader can check: take it out of your notebook")
+    refused = _failed_test_cell(None)
+    refused.outputs[0].update(ename="LibraryShortcutUsed", evalue=reason)
+    cell, _ = HideHiddenTests().preprocess_cell(refused, {}, 0)
+    (shown,) = cell.outputs[0].traceback
+    assert shown.startswith("✗ Not allowed: cell 5 (your answer to ex1) line 1")
+    assert "LibraryShortcutUsed" not in shown and " ".join(shown.split()) == " ".join(f"✗ Not allowed: {reason}".split())
+    assert max(len(line) for line in shown.split("\n")) <= WIDTH
+
+    timed_out = _failed_test_cell(None)
+    timed_out.outputs[0].update(ename="CellTimeoutError", evalue="the cell ran past 60 s")
+    cell, _ = HideHiddenTests().preprocess_cell(timed_out, {}, 0)
+    assert cell.outputs[0].traceback == ["CellTimeoutError: the cell ran past 60 s"]

@@ -6,7 +6,8 @@ message, which may quote the hidden test's hint and the values it computed from 
 the submission returned: an answer that hands its input back would read the input there); the instructor
 sees the message in the autograded notebook, and ``show_hidden_message`` puts it in the feedback too. A
 visible check: its traceback stays (the student can read and rerun that check), minus any line of the hidden
-tests it may quote. An error that no test line raised (a submission out of reach, a timeout): its message alone.
+tests it may quote. An error that no test line raised (a submission out of reach, a timeout, the code rule): its
+message alone, under its check's heading when it is one of the checks' failures ("✗ Not allowed: ...").
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from traitlets import Bool, Unicode
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests
 
+from lmpolicy import checks
+from lmpolicy.verdict_lines import wrap
 from lmpolicy_grader.cells import failed_line
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -45,8 +48,8 @@ class HideHiddenTests(ClearHiddenTests):
         for output in cell.get("outputs", []):
             if output.output_type != "error":
                 continue
-            if line is None:  # not a test that raised (the submission out of reach, a timeout): its message only
-                output.traceback = [f"{output.ename}: {output.evalue}"]
+            if line is None:  # not a test that raised (out of reach, a timeout, the code rule): its message only
+                output.traceback = [_message_alone(output.ename, output.evalue)]
             elif line in hidden_lines:
                 message = [f"{output.ename}: {output.evalue}"] if self.show_hidden_message else []
                 output.ename, output.evalue = "HiddenCheckFailed", self.hidden_failure_note
@@ -72,3 +75,17 @@ def _without(entry: str, hidden_text: set[str]) -> str:
     """A traceback entry (one frame, several lines) without the lines that quote a hidden test."""
     return "\n".join(line for line in entry.split("\n")
                      if not any(text in _ANSI.sub("", line) for text in hidden_text))
+
+
+def _check_headings(kind=checks.CheckFailed) -> dict[str, str]:
+    """The checks' failure classes by name -> the heading their verdict starts with."""
+    found = {kind.__name__: kind.heading}
+    for subclass in kind.__subclasses__():
+        found |= _check_headings(subclass)
+    return found
+
+
+def _message_alone(ename: str, evalue: str) -> str:
+    """An error's message as the feedback shows it: a check's failure as its verdict, anything else by its name."""
+    heading = _check_headings().get(ename)
+    return wrap(f"✗ {heading}: {evalue}") if heading else f"{ename}: {evalue}"
