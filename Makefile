@@ -72,11 +72,11 @@ work-copy:
 	    test -e "$(WORK_DIR)/$${notebook##*/}" || cp "$$notebook" "$(WORK_DIR)/"; done
 
 # A student's JupyterLab: nbgrader's Validate, but not the instructor's tools (jupyter-config/student).
-# `make lab STUDENT=<id>`: the student's own numbers in the numeric exercises (lib/lmpolicy/variants.py).
+# `make lab STUDENT=<id>`: the student's own numbers in the numeric exercises (lib/lmpolicy/per_student/variants.py).
 # The start page's first cell is filled in first (who the student is, their progress), so that it shows
 # both when opened (should that fail, the lab still starts); the browser, and the URL printed with --no-browser, open that page (default_url).
 lab: $(STUDENT_VENV) work-copy
-	@$(STUDENT_ENV) $(BIN)/python -m lmpolicy.progress fill-start-page "$(START_PAGE)" || \
+	@$(STUDENT_ENV) $(BIN)/python -m lmpolicy.notebook.progress fill-start-page "$(START_PAGE)" || \
 	    echo "(the start page shows your progress once you run its first cell)"
 	$(STUDENT_ENV) JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	$(JUPYTER_LAB) --LabApp.default_url=/lab/tree/$(START_PAGE) $(LAB_ARGS)
@@ -106,10 +106,10 @@ release: $(STUDENT_VENV)
 NB ?=
 check-notebook: $(EVERYTHING)
 	@test -n "$(NB)" || { echo "usage: make check-notebook NB=02_temperature"; exit 2; }
-	$(BIN)/python -m lmpolicy.catalogue check $(NB)
+	$(BIN)/python -m lmpolicy.notebook.catalogue check $(NB)
 	$(MAKE) --no-print-directory release
 	LMPOLICY_WHOLE_CORPUS=1 $(BIN)/python -m pytest -q -n 2 --dist loadgroup tests/notebooks tests/lmpolicy_grader/scenarios/test_ch11_corpus.py \
-	    -k "$$($(BIN)/python -m lmpolicy.catalogue pytest-k $(NB))"
+	    -k "$$($(BIN)/python -m lmpolicy.notebook.catalogue pytest-k $(NB))"
 
 grade: $(STUDENT_VENV) $(GRADER)
 	$(BIN)/python -m lmpolicy_grader grade

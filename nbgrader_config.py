@@ -8,7 +8,7 @@ whose `nbgrader export` marks a submission that could not be graded FAILED inste
 """
 # --- Validate (the student's button and `nbgrader validate`): each failing check as its short ✗ lines under its
 # exercise's name, not the check cell's source. First, so that it holds even if a later line fails to load.
-from lmpolicy.validator import use_in_nbgrader
+from lmpolicy.notebook.validator import use_in_nbgrader
 
 use_in_nbgrader()
 
@@ -108,7 +108,7 @@ c.GradingExecute.notebook_budgets = {"08_tinylm_reinforce": 360}
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 40
 
-# --- every student their own numbers (lib/lmpolicy/variants.py, docs/instructors.md "Variants"): the grader gives
+# --- every student their own numbers (lib/lmpolicy/per_student/variants.py, docs/instructors.md "Variants"): the grader gives
 # both kernels the student of the submission's folder. False: everyone is graded on the chapter's numbers (set
 # LMPOLICY_VARIANTS=off in the students' servers too). The hidden tests' random inputs differ per student either
 # way, drawn from the course secret (c.Variants.secret_file at the course root, made at the first grading).

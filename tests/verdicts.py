@@ -1,4 +1,4 @@
-"""Reading a verdict whatever its wrapping: lmpolicy.verdict_lines breaks long lines between words, so a test
+"""Reading a verdict whatever its wrapping: lmpolicy.notebook.verdict_lines breaks long lines between words, so a test
 that looks for a phrase reads the verdict as one line."""
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """lmpolicy: the student's library of the course "The language model as a policy".
 
 ``tinylm`` holds TinyLM and its training, ``exact`` the exact solvers of toy language models, and
-``checks``, ``progress`` and ``demos`` the notebook runtime; docs/architecture.md lists every module.
+``demos`` the two interactive demos, ``notebook`` the notebook runtime (checks, progress, the code rule) and
+``per_student`` every student's own numbers; docs/architecture.md lists every module.
 The instructor's grader is a separate package, ``lmpolicy_grader``; nothing here imports it or nbgrader.
 """
 

@@ -5,12 +5,12 @@ anything the notebook says. Both kernels of a notebook are told, before its firs
 (``kernels.moving_in.become_student``):
 
 - the grading kernel: ``LMPOLICY_STUDENT_ID`` (or ``LMPOLICY_VARIANTS=off``), so that the student's
-  code and the locked set-up cells see the student's own variant (``lmpolicy.variants``), and that
+  code and the locked set-up cells see the student's own variant (``lmpolicy.per_student.variants``), and that
   variant's parameters, drawn here (``LMPOLICY_VARIANT_PARAMS``): the draw needs exact solvers that
   answer exercises, which the grading kernel's view of the library lacks (``isolation.library_view``);
 - the trusted test kernel: the id, drawing the parameters itself, and ``LMPOLICY_HIDDEN_INPUTS``, a value made from
   the course's secret, the student's id and the submission itself (``submission_digest``), from which the hidden
-  tests draw their random inputs (``lmpolicy.hidden_inputs``). The secret stays with the grader: no submission
+  tests draw their random inputs (``lmpolicy.per_student.hidden_inputs``). The secret stays with the grader: no submission
   sees it or the value.
 
 Why the submission is in the value: a submission can record the hidden inputs its functions are called with, and
@@ -36,9 +36,9 @@ from pathlib import Path
 from traitlets import Bool, Unicode
 from traitlets.config import Configurable
 
-from lmpolicy.hidden_inputs import HIDDEN_INPUTS_VARIABLE
+from lmpolicy.per_student.hidden_inputs import HIDDEN_INPUTS_VARIABLE
 from lmpolicy_grader.cells import is_test
-from lmpolicy.variants import (HUB_USER_VARIABLE, OFF, PARAMS_VARIABLE, STUDENT_ID_VARIABLE, VARIANTS_OFF_VARIABLE,
+from lmpolicy.per_student.variants import (HUB_USER_VARIABLE, OFF, PARAMS_VARIABLE, STUDENT_ID_VARIABLE, VARIANTS_OFF_VARIABLE,
                                drawn_for)
 
 SECRET_VARIABLE = "LMPOLICY_COURSE_SECRET"

@@ -175,7 +175,7 @@ def test_a_student_with_an_id_sees_their_own_model_and_the_chapters_number_is_fl
         chromium, released_02, shots, repo_root, tmp_path, no_inherited_id):
     from playwright.sync_api import expect
 
-    from lmpolicy import variants
+    from lmpolicy.per_student import variants
 
     notebook = repo_root / released_02
     own = variants.for_exercise("ex11_2b", STUDENT)

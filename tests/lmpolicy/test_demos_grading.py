@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from lmpolicy.checks import CheckFailed
+from lmpolicy.notebook.checks import CheckFailed
 from lmpolicy.demos.base import GRADER_NOTE, DemoNotAvailableWhileGrading, WidgetDemo
 from lmpolicy.demos.kl_estimators import KLEstimatorDemo
 from lmpolicy.demos.tilting import TiltingDemo

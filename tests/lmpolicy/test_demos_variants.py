@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lmpolicy import variants
+from lmpolicy.per_student import variants
 from lmpolicy.demos.kl_estimators import KLEstimatorDemo
 from lmpolicy.demos.tilting import TiltingDemo, available_scenarios
 from lmpolicy.exact.scenarios import SCENARIOS

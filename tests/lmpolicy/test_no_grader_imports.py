@@ -1,6 +1,6 @@
 """The student's library stands alone: importing any of its modules imports neither nbgrader nor the grader.
 
-One module is nbgrader's by design: ``lmpolicy.validator``, the report of the student's Validate button, a subclass
+One module is nbgrader's by design: ``lmpolicy.notebook.validator``, the report of the student's Validate button, a subclass
 of nbgrader's Validator (nbgrader is in the student's set). It may import nbgrader, never the grader, and no other
 module of the library imports it."""
 import pkgutil
@@ -9,7 +9,7 @@ import sys
 
 import lmpolicy
 
-VALIDATE_REPORT = "lmpolicy.validator"
+VALIDATE_REPORT = "lmpolicy.notebook.validator"
 MODULES = ["lmpolicy"] + [info.name for info in pkgutil.walk_packages(lmpolicy.__path__, "lmpolicy.")
                           if info.name != VALIDATE_REPORT]
 

@@ -35,10 +35,10 @@ def tiny_class(tmp_path_factory):
 
 CH11_HOSTILE_STUDENT = "ch11_hostile"
 # notebook 07 of the reference with: task1a answered by importing lmpolicy's own implementation (no
-# credit), task1b wrong and lmpolicy.checks.check_close rebound (no effect on the trusted tests: task1b scores 0).
+# credit), task1b wrong and lmpolicy.notebook.checks.check_close rebound (no effect on the trusted tests: task1b scores 0).
 CH11_HOSTILE_ANSWERS = {
     "task1a__response_logprobs": "from lmpolicy.tinylm.logprobs import response_logprobs",
-    "task1b__sequence_logprob": ("from lmpolicy import checks\nchecks.check_close = lambda *args, **kwargs: None\n"
+    "task1b__sequence_logprob": ("from lmpolicy.notebook import checks\nchecks.check_close = lambda *args, **kwargs: None\n"
                                  "def sequence_logprob(token_logprobs, mask):\n    return token_logprobs.sum(-1) * 0"),
 }
 

@@ -90,7 +90,7 @@ def test_mistake_rounds_never_put_two_answers_of_one_exercise_together():
 
 
 def _failed_test_cell(failed_line):
-    source = ("from lmpolicy import checks\nchecks.check_close(double(1.0), 2.0, 'double')\n"
+    source = ("from lmpolicy.notebook import checks\nchecks.check_close(double(1.0), 2.0, 'double')\n"
               "### BEGIN HIDDEN TESTS\nassert double(-3.0) == -6.0, 'hidden check of double failed'\n"
               "### END HIDDEN TESTS")
     cell = nbformat.v4.new_code_cell(source)
@@ -145,7 +145,7 @@ def test_outcomes_read_back_with_their_status_even_from_an_older_status_file(tmp
 def test_a_failure_no_test_line_raised_reads_as_its_checks_verdict_or_by_its_name():
     """The code rule refuses a test before it runs (no line of it raised): the feedback shows the rule's reason as
     the checks show a refusal, "✗ Not allowed: ...", wrapped, not a class name and one line running off the page."""
-    from lmpolicy.verdict_lines import WIDTH
+    from lmpolicy.notebook.verdict_lines import WIDTH
     from lmpolicy_grader.preprocessors import HideHiddenTests
 
     reason = ("cell 5 (your answer to ex1) line 1 uses from IPython.display import (from IPython.display import "

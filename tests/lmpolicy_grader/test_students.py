@@ -32,7 +32,7 @@ def test_each_kernel_is_told_the_student_and_only_the_trusted_one_the_hidden_inp
 def test_the_grading_kernel_takes_the_students_parameters_and_computes_the_same_variant(tmp_path, monkeypatch):
     """The grading kernel's library cannot draw a variant (its solvers are not there while grading): the
     parameters the grader hands it are exactly the ones a student's own kernel draws."""
-    from lmpolicy import variant_answers, variants
+    from lmpolicy.per_student import variant_answers, variants
 
     handed = kernel_environments(Config(), tmp_path, "alice", SUBMISSION)[0]["LMPOLICY_VARIANT_PARAMS"]
     drawn = {key: variants.answers(key, "alice") for key in variants.VARYING}

@@ -44,17 +44,17 @@ def _meta(grade_id, *, grade=False, solution=False, locked=False, points=None):
 
 
 def _test(call: str, expected: str, hidden_call: str, hidden_expected: str, what: str) -> str:
-    return (f"import numpy as np\nfrom lmpolicy import checks\n"
+    return (f"import numpy as np\nfrom lmpolicy.notebook import checks\n"
             f"checks.check_close({call}, {expected}, {what!r})\n"
             "### BEGIN HIDDEN TESTS\n"
             f"assert np.allclose({hidden_call}, {hidden_expected}), 'hidden check of {what} failed'\n"
             "### END HIDDEN TESTS")
 
 
-# ex2's hidden test also draws random inputs, from the student's hidden seed (lmpolicy.hidden_inputs)
+# ex2's hidden test also draws random inputs, from the student's hidden seed (lmpolicy.per_student.hidden_inputs)
 HIDDEN_INPUTS_SEED = 7
 HIDDEN_RANDOM_INPUTS = (
-    "\n### BEGIN HIDDEN TESTS\nfrom lmpolicy.hidden_inputs import hidden_seed\n"
+    "\n### BEGIN HIDDEN TESTS\nfrom lmpolicy.per_student.hidden_inputs import hidden_seed\n"
     f"_x = np.random.default_rng(hidden_seed({HIDDEN_INPUTS_SEED})).normal(size=4)\n"
     "assert np.allclose(square(_x), _x ** 2), 'hidden check of square on random inputs failed'\n"
     "### END HIDDEN TESTS")
@@ -188,7 +188,7 @@ KILLS_THE_GRADER = _answer("ex2__answer", "import os, signal\nos.kill(os.getppid
 
 # student -> (submission, expected {exercise: score or None}, expected status of the notebook, reason words)
 # Scores: ex1 is worth 2, ex2 3; ex3 (manual) is pending (None) whenever the notebook is graded. A construct outside
-# the code rule (lmpolicy.code_rule: import os or sys, a module's attribute rebound, __code__) costs every
+# the code rule (lmpolicy.notebook.code_rule: import os or sys, a module's attribute rebound, __code__) costs every
 # exercise whose test runs below it.
 HOSTILE = {
     "reference": (source_notebook, {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
@@ -212,14 +212,14 @@ HOSTILE = {
     "edited_cells": (lambda: _with(_edited), {"ex1": 0, "ex2": 3}, Status.GRADED, ""),
     "duplicated_cells": (lambda: _with(_duplicated), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
     "changed_kernelspec": (lambda: _with(_kernelspec), {"ex1": 2, "ex2": 3}, Status.GRADED, ""),
-    "monkeypatch": (lambda: _with(_answer("ex1__answer", "import numpy\nfrom lmpolicy import checks\n"
+    "monkeypatch": (lambda: _with(_answer("ex1__answer", "import numpy\nfrom lmpolicy.notebook import checks\n"
                                           "numpy.allclose = lambda *a, **k: True\nchecks.check_close = lambda *a, **k: None\n"
                                           "def double(x):\n    return x")), {"ex1": 0, "ex2": 0}, Status.GRADED, ""),
     "spy": (lambda: _with(_spy), {"ex1": 0, "ex2": 0}, Status.GRADED, ""),
     "who_am_i": (lambda: _with(_answer("ex1__answer", WHO_AM_I)), {"ex1": 0, "ex2": 0}, Status.GRADED, ""),
     "replays_recorded_inputs": (lambda: _with(_answer("ex2__answer", REPLAYS_RECORDED_INPUTS)),
                                 {"ex1": 2, "ex2": 0}, Status.GRADED, ""),
-    "code_swap": (lambda: _with(_answer("ex2__answer", "from lmpolicy import checks\nimport numpy\n"
+    "code_swap": (lambda: _with(_answer("ex2__answer", "from lmpolicy.notebook import checks\nimport numpy\n"
                                         "checks.check_close.__code__ = (lambda *a, **k: None).__code__\n"
                                         "def square(x):\n    return x")), {"ex1": 2, "ex2": 0}, Status.GRADED, ""),
 }

@@ -3,7 +3,7 @@
 Conventions checked here (docs/architecture.md, "Notebooks"):
 
 - every nbgrader cell's ``grade_id`` is ``<exercise key>__<name>``, with the key listed in
-  ``lmpolicy.progress.EXERCISES`` for this notebook;
+  ``lmpolicy.notebook.progress.EXERCISES`` for this notebook;
 - an autograded test cell (grade, not solution, code) runs the visible checks, then
   ``checks.done("<key>")``, then ``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS``;
 - a manually graded cell (markdown, grade + solution) holds its mark scheme inside
@@ -21,8 +21,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from lmpolicy import progress
-from lmpolicy.catalogue import is_check_cell as is_autograded_test  # noqa: F401 (the tests import it from here)
+from lmpolicy.notebook import progress
+from lmpolicy.notebook.catalogue import is_check_cell as is_autograded_test  # noqa: F401 (the tests import it from here)
 from lmpolicy_grader.preprocessors import GradingExecute
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ RELEASE_DIR = ROOT / "release" / "ch11"
 SOURCE_NOTEBOOKS = sorted(SOURCE_DIR.glob("*.ipynb"))
 NOTEBOOK_NAMES = [path.stem for path in SOURCE_NOTEBOOKS]
 
-# The errors a failing check raises (lmpolicy.checks); anything else in a test cell is a bug in the test.
+# The errors a failing check raises (lmpolicy.notebook.checks); anything else in a test cell is a bug in the test.
 CHECK_ERRORS = {"CheckFailed", "StudentCodeRaised", "LibraryShortcutUsed", "AssertionError"}
 # The most a cell may take here under NBGRADER_EXECUTION: half the grader's cell timeout, so that a
 # slower machine than this one still grades it.
@@ -49,7 +49,7 @@ def grade_id(cell) -> str | None:
 
 
 def exercise_key(cell) -> str | None:
-    """The exercise of an nbgrader cell (``lmpolicy.progress.exercise_key``); None for a cell with no grade id
+    """The exercise of an nbgrader cell (``lmpolicy.notebook.progress.exercise_key``); None for a cell with no grade id
     or one that names no exercise (no ``__`` in it)."""
     gid = grade_id(cell)
     return progress.exercise_key(gid) if gid and progress.GRADE_ID_SEPARATOR in gid else None

@@ -1,4 +1,4 @@
-"""The grader's code rule (``lmpolicy.code_rule``), met before hand-in: a construct outside it costs every exercise
+"""The grader's code rule (``lmpolicy.notebook.code_rule``), met before hand-in: a construct outside it costs every exercise
 checked below it at grading, so Validate lists each one (cell, line, code, what to do) and a check cell run in the
 student's own kernel adds one ✗ line naming the first cell it ran that is outside. Honest notebooks hear nothing."""
 import io
@@ -7,8 +7,8 @@ import re
 import nbformat
 import pytest
 
-from lmpolicy import code_rule
-from lmpolicy.validator import CODE_RULE, VerdictValidator
+from lmpolicy.notebook import code_rule
+from lmpolicy.notebook.validator import CODE_RULE, VerdictValidator
 
 from .notebook_tools import RELEASE_DIR, SOURCE_DIR, client, grade_id, kernel_env, visible_only
 

@@ -1,5 +1,5 @@
 """A hidden test that calls a student's function draws part of its inputs from the hidden seed
-(``lmpolicy.hidden_inputs``), so a table of answers read from one feedback is of no use to the next submission.
+(``lmpolicy.per_student.hidden_inputs``), so a table of answers read from one feedback is of no use to the next submission.
 
 Exercise 11.10's hidden tests were fixed panels: a ``disagreeing_temperatures`` that looked the panels up
 in a table kept full marks at every re-grade. They now also grade a panel drawn from the hidden seed. The
@@ -8,7 +8,7 @@ would, with ``NBGRADER_EXECUTION`` and ``LMPOLICY_HIDDEN_INPUTS`` set.
 
 The other exercises whose hidden parts hold no drawn input (02 11.2(b); 05 11.5(b), 11.7(b), 11.8(b), 11.9(a-c);
 06 11.4(c-d), 11.9(d)) are answered by values, not functions: the hidden test has nothing to call with a drawn
-input, and the per-student ones already differ per student (lmpolicy.variants).
+input, and the per-student ones already differ per student (lmpolicy.per_student.variants).
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import math
 
 import pytest
 
-from lmpolicy import checks
-from lmpolicy.hidden_inputs import HIDDEN_INPUTS_VARIABLE
+from lmpolicy.notebook import checks
+from lmpolicy.per_student.hidden_inputs import HIDDEN_INPUTS_VARIABLE
 
 from .notebook_tools import SOURCE_DIR, grade_id, read
 

@@ -8,7 +8,7 @@ import shutil
 import nbformat
 import pytest
 
-from lmpolicy import progress
+from lmpolicy.notebook import progress
 
 from .notebook_tools import ROOT, RELEASE_DIR, client, execute, grade_id, kernel_env, read, run_cell
 
@@ -123,13 +123,13 @@ def test_a_pass_belongs_to_the_answer_that_passed_on_the_start_page_and_in_the_s
             if cell.cell_type == "code":
                 assert run_cell(runner, cell, index) is None, f"cell {index} failed"
         assert "passed the visible checks" in "".join(o.get("text", "") for o in nb.cells[check].outputs)
-        # the first check of the session imported lmpolicy.checks after the answer ran: the pass still names it
+        # the first check of the session imported lmpolicy.notebook.checks after the answer ran: the pass still names it
         (run,) = json.loads(progress_file.read_text())["checks"]["nb01_softmax"].values()
         answer_cell = next(c.id for c in nb.cells if grade_id(c) == "nb01_softmax__answer")
         assert run["answer"] == {answer_cell: progress.fingerprint(STABLE)}
 
         def summary() -> list[str]:
-            cell = nbformat.v4.new_code_cell("from lmpolicy import checks\nchecks.summary('01_policy_softmax')")
+            cell = nbformat.v4.new_code_cell("from lmpolicy.notebook import checks\nchecks.summary('01_policy_softmax')")
             nb.cells.append(cell)  # a cell the student adds at the end
             assert run_cell(runner, cell, len(nb.cells) - 1) is None
             return "".join(o.get("text", "") for o in cell.outputs).splitlines()

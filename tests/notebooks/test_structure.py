@@ -1,10 +1,10 @@
 """Static checks of source/ch11 and release/ch11 (no kernel): conventions, points, no leaks, no outputs, and
-each fact of an exercise written once (lmpolicy.catalogue)."""
+each fact of an exercise written once (lmpolicy.notebook.catalogue)."""
 import re
 
 import pytest
 
-from lmpolicy import catalogue, progress
+from lmpolicy.notebook import catalogue, progress
 
 from .notebook_tools import (HIDDEN_TESTS, NOTEBOOK_NAMES, RELEASE_DIR, SOLUTION, SOURCE_DIR, exercise_key,
                              grade_id, is_autograded_test, is_code_answer, is_manual_answer, nbgrader_meta,
@@ -26,7 +26,7 @@ def test_every_nbgrader_cell_belongs_to_an_exercise_of_this_notebook(name):
         key = exercise_key(cell)
         assert key, f"{name}: grade_id {grade_id(cell)!r} must be '<exercise key>__<name>'"
         assert progress.exercise(key).notebook == name, (
-            f"{name}: {grade_id(cell)} belongs to {progress.exercise(key).notebook} in lmpolicy.progress")
+            f"{name}: {grade_id(cell)} belongs to {progress.exercise(key).notebook} in lmpolicy.notebook.progress")
         assert meta.get("schema_version") == 3
         if meta.get("grade"):
             assert points(cell) > 0, f"{name}: graded cell {grade_id(cell)} has no points"
@@ -41,7 +41,7 @@ def test_autograded_tests_record_progress_then_hold_hidden_tests(name):
         hidden = source.find(HIDDEN_TESTS.begin)
         assert 0 <= done < hidden, f"{grade_id(cell)}: visible checks, then checks.done({key!r}), then hidden tests"
         assert region_lines(source, HIDDEN_TESTS), f"{grade_id(cell)}: the hidden tests are empty"
-        assert "from lmpolicy import checks" in source, f"{grade_id(cell)} must import checks itself"
+        assert "from lmpolicy.notebook import checks" in source, f"{grade_id(cell)} must import checks itself"
         assert key in answers, f"{grade_id(cell)}: no answer cell {key}__... with a solution"
     for cell in nb.cells:
         if is_code_answer(cell):
@@ -58,7 +58,7 @@ def test_manual_answers_carry_a_mark_scheme_inside_the_solution(name):
 
 def test_the_exercises_facts_agree_and_the_header_table_is_derived_from_them(name):
     """Keys of a known form, points on every graded cell, a title per exercise, the header table as
-    `python -m lmpolicy.catalogue write-headers` writes it (what `make check-notebook` checks first)."""
+    `python -m lmpolicy.notebook.catalogue write-headers` writes it (what `make check-notebook` checks first)."""
     assert catalogue.problems(SOURCE_DIR, [name]) == []
 
 

@@ -1,4 +1,4 @@
-"""nbgrader's Validate as the course configures it (lmpolicy.validator): every source notebook passes; every
+"""nbgrader's Validate as the course configures it (lmpolicy.notebook.validator): every source notebook passes; every
 release notebook fails exactly its graded cells, each named by its exercise and shown as its short ✗ verdict;
 `nbgrader validate` prints that too, wherever a student runs it."""
 import os
@@ -9,15 +9,15 @@ import sys
 import nbformat
 import pytest
 
-from lmpolicy import progress
-from lmpolicy.validator import VerdictValidator
+from lmpolicy.notebook import progress
+from lmpolicy.notebook.validator import VerdictValidator
 
 from .notebook_tools import (NOTEBOOK_NAMES, RELEASE_DIR, ROOT, SOURCE_DIR, grade_id, is_autograded_test,
                              is_manual_answer, read)
 from tests.verdicts import one_line
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-MAX_VERDICT_LINES = 8  # a failed check renders as at most 8 lines (lmpolicy.checks.MAX_SHOWN_LINES)
+MAX_VERDICT_LINES = 8  # a failed check renders as at most 8 lines (lmpolicy.notebook.checks.MAX_SHOWN_LINES)
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not NOTEBOOK_NAMES, reason="no source notebooks yet")]
 
@@ -130,8 +130,8 @@ def test_validate_names_the_cell_that_raised_before_defining_what_a_check_needs(
 
 def _parameters_notebook(path, saved_for: str | None):
     """A notebook of one varying exercise's parameters cell, saved as it ran for the id ``saved_for``."""
-    from lmpolicy import variants
-    cell = nbformat.v4.new_code_cell('from lmpolicy import variants\nvariants.show("ex11_2b")')
+    from lmpolicy.per_student import variants
+    cell = nbformat.v4.new_code_cell('from lmpolicy.per_student import variants\nvariants.show("ex11_2b")')
     cell.metadata["nbgrader"] = {"grade": False, "solution": False, "locked": True, "grade_id": "ex11_2b__parameters",
                                  "schema_version": 3}
     text = variants.describe("ex11_2b", saved_for)

@@ -10,7 +10,7 @@ import re
 import nbformat
 import pytest
 
-from lmpolicy import variants
+from lmpolicy.per_student import variants
 
 from .notebook_tools import (HIDDEN_TESTS, visible_only, SOURCE_DIR, client, exercise_key, grade_id, is_autograded_test, kernel_env,
                              read, run_cell)

@@ -12,9 +12,9 @@ import nbgrader.exchange.default.submit as stock_submit
 
 c = get_config()  # noqa: F821
 
-# Validate reports each failing check as its short verdict under the exercise's name (lib/lmpolicy/validator.py)
+# Validate reports each failing check as its short verdict under the exercise's name (lib/lmpolicy/notebook/validator.py)
 try:
-    from lmpolicy.validator import use_in_nbgrader
+    from lmpolicy.notebook.validator import use_in_nbgrader
     use_in_nbgrader()
 except ImportError:  # an image without the course's library: nbgrader's own report
     pass

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 
-from lmpolicy.checks import CheckFailed, running_under_grader  # noqa: F401  (notebooks import it from here)
+from lmpolicy.notebook.checks import CheckFailed, running_under_grader  # noqa: F401  (notebooks import it from here)
 
 GRADER_NOTE = "(interactive demo skipped: it only runs in JupyterLab, not under the grader)"
 

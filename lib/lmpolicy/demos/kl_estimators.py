@@ -7,7 +7,7 @@ batch draws N tokens from pi_theta and averages each estimator over them: one es
 KL(pi_theta || pi_ref) per estimator. The histograms collect the batch
 estimates; the table compares them with the exact values from ``lmpolicy.exact.kl``.
 
-With a student id (``lmpolicy.variants``) the demo also offers the student's own reference
+With a student id (``lmpolicy.per_student.variants``) the demo also offers the student's own reference
 (``reference="yours"``, Exercise 11.9(d)) beside the chapter's (``reference="chapter"``, the default).
 
 Draws are seeded: ``reset()`` (the Reset button) replays the same batches, and changing x or N
@@ -33,7 +33,7 @@ from lmpolicy.demos.base import TABLE_STYLE, WidgetDemo, format_number, spoken_r
 from lmpolicy.demos.figure_widget import FigureImage
 from lmpolicy.exact.kl import ESTIMATORS, estimator_moments
 from lmpolicy.exact.scenarios import KL_DEMO_DEFAULT_X, KL_DEMO_REF_PROBS, kl_demo_policy
-from lmpolicy import variants
+from lmpolicy.per_student import variants
 
 TOKENS_PER_ESTIMATE = (1, 4, 16, 64, 256)
 FORMULAS = {"k1": "k1 = ℓ", "k2": "k2 = ℓ²/2", "k3": "k3 = e^(−ℓ) − 1 + ℓ"}
@@ -96,7 +96,7 @@ class KLEstimatorDemo(WidgetDemo):
     seed : int, default 0
         Seed of the draws; ``reset()`` and any change of x or N restart from it.
     reference : "chapter" (default, ``KL_DEMO_REF_PROBS``) or "yours": the student's own reference of
-        Exercise 11.9(d) (``lmpolicy.variants``); "yours" needs a student id.
+        Exercise 11.9(d) (``lmpolicy.per_student.variants``); "yours" needs a student id.
 
     Controls (after ``widget`` or ``show()``): ``x_slider``, ``tokens_selector``, ``play`` (with
     ``play_label`` beside it), ``draw_button``, ``reset_button``, and with a student id

@@ -1,7 +1,7 @@
 """Demo "Tilting a toy language model": pi* = pi_ref exp(r / beta) / Z, seen token by token and on
 the reward-KL plane, next to the reference sampled at a lower or higher temperature.
 
-With a student id (``lmpolicy.variants``) the scenario menu also offers the student's own two models,
+With a student id (``lmpolicy.per_student.variants``) the scenario menu also offers the student's own two models,
 "your_worked" (Exercises 11.5(b), 11.9(a)) and "your_blind_spot" (11.8(b), 11.9(c)), after the chapter's.
 
 Every number comes from the exact solvers (``lmpolicy.exact.tilting``, ``lmpolicy.exact.temperature``,
@@ -24,7 +24,7 @@ from lmpolicy.demos.accessible import Accessible, Slider
 from lmpolicy.demos.base import TABLE_STYLE, WidgetDemo, format_number, spoken_readout, swatch, text_block
 from lmpolicy.demos.figure_widget import FigureImage
 from lmpolicy.exact.kl import kl
-from lmpolicy import variants
+from lmpolicy.per_student import variants
 from lmpolicy.exact.scenarios import SCENARIOS, Scenario, get_scenario
 from lmpolicy.exact.temperature import temperature_curve, token_temperature
 from lmpolicy.exact.numeric import check_positive
@@ -90,7 +90,7 @@ class TiltingDemo(WidgetDemo):
     Parameters
     ----------
     scenario : "worked" (default), "likely" or "blind_spot" (see ``lmpolicy.exact.scenarios``); with a
-        student id also "your_worked" and "your_blind_spot" (``lmpolicy.variants``)
+        student id also "your_worked" and "your_blind_spot" (``lmpolicy.per_student.variants``)
     beta : float > 0, default 1.0, within the slider's range (about 0.05 to 20)
     temperature : float > 0, default 1.0, within the slider's range (0.1 to 3.16); token-level
     show_temperature : bool, default False: also show pi_ref at temperature T in the response bars

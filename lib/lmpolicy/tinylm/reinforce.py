@@ -59,7 +59,7 @@ from lmpolicy.tinylm.problems import training_problems
 from lmpolicy.tinylm.rewards import verifier_reward
 from lmpolicy.tinylm.runs import Budget, Run, RunResult, start_run, train_from_command_line, warm_up_learning_rate
 from lmpolicy.tinylm.tokenizer import PROMPT_LEN, RESPONSE_LEN, encode_prompts
-from lmpolicy.verdict_lines import wrapped
+from lmpolicy.notebook.verdict_lines import wrapped
 
 
 @dataclass
@@ -152,7 +152,7 @@ class PieceError(ValueError):
     """A student's piece returned something the loop cannot train on; the message says what.
 
     In a notebook it shows as its one-line message, not as a traceback through the loop (IPython's
-    ``_render_traceback_``, as :mod:`lmpolicy.checks` does for a failed check)."""
+    ``_render_traceback_``, as :mod:`lmpolicy.notebook.checks` does for a failed check)."""
 
     heading = "The training loop stopped"
 

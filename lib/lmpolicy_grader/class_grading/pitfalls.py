@@ -2,13 +2,13 @@
 
 Where they come from: the autograded notebooks (``autograded/<student>/<assignment>/<notebook>.ipynb``), which
 keep every test cell as the grader ran it. A test cell that failed holds one ``error`` output whose value is the
-check's message (``lmpolicy.checks.CheckFailed``: its first line says what is wrong, "Hint: ..." follows; a hidden
+check's message (``lmpolicy.notebook.checks.CheckFailed``: its first line says what is wrong, "Hint: ..." follows; a hidden
 check's own assert message; the grader's own words for a shortcut or a submission out of reach). Its first line and
 its hint are the reason (the hint is how the check's author names the pitfall); the gradebook keeps only the score,
 so nothing else holds it.
 
 The same pitfall reads differently per student: every student has their own hidden inputs and numbers
-(``lmpolicy.variants``), so a message may quote values ("returned 0.731 where 0.269 was expected"). The reason
+(``lmpolicy.per_student.variants``), so a message may quote values ("returned 0.731 where 0.269 was expected"). The reason
 is normalised before counting: every number (with its sign, decimals and exponent) becomes ``#`` and a
 bracketed run of them ``[#, ...]``, so two students with the same pitfall and different numbers count as one
 reason, and no student's number reaches the table. A student counts once per reason and exercise, however many
@@ -26,14 +26,14 @@ from pathlib import Path
 
 import nbformat
 
-from lmpolicy.catalogue import exercise_key
-from lmpolicy.verdict_lines import strip_ansi
+from lmpolicy.notebook.catalogue import exercise_key
+from lmpolicy.notebook.verdict_lines import strip_ansi
 from lmpolicy_grader.cells import is_test
 from lmpolicy_grader.class_grading.course import ASSIGNMENT
 from lmpolicy_grader.class_grading.status import Status
 
 TOP = 3  # reasons shown per exercise
-HINT = "Hint:"  # how lmpolicy.checks.CheckFailed starts its hint line
+HINT = "Hint:"  # how lmpolicy.notebook.checks.CheckFailed starts its hint line
 # a number as Python, numpy and torch print one (3, -0.25, 2., 1e-08, 2.5E+03), not a digit inside a name (x1)
 _NUMBER = re.compile(r"(?<![\w.])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 # a bracketed run of numbers, however long: "[#, #, #]" and "(#, #)" read as one value whatever the student's length
@@ -65,7 +65,7 @@ def normalised(reason: str) -> str:
 
 def reason_of(error) -> Reason:
     """The reason an ``error`` output of a test cell gives: its value's first line (its exception's name when it
-    has none) and its "Hint: ..." line, as ``lmpolicy.checks.CheckFailed`` writes them."""
+    has none) and its "Hint: ..." line, as ``lmpolicy.notebook.checks.CheckFailed`` writes them."""
     lines = [line.strip() for line in strip_ansi(str(error.get("evalue") or "")).strip().splitlines()]
     hints = [line[len(HINT):].strip() for line in lines if line.startswith(HINT)]
     problem = lines[0] if lines and not lines[0].startswith(HINT) else str(error.get("ename") or "an error")

@@ -22,7 +22,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from lmpolicy.catalogue import exercise_key, label
+from lmpolicy.notebook.catalogue import exercise_key, label
 from lmpolicy_grader.class_grading.course import ASSIGNMENT, Outcome, load_config
 from lmpolicy_grader.class_grading.status import Status
 

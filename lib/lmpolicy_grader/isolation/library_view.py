@@ -6,7 +6,7 @@ For each notebook the copy holds an allowlist derived from the notebook itself (
 
 * the ``lmpolicy`` modules that the cells a student is given import (every code cell that is not a test,
   an answer cell's reference solution left out: the imports a reference relies on are in the cells given
-  to students), plus ``lmpolicy.checks``, which the grading kernel's channel imports before any cell runs;
+  to students), plus ``lmpolicy.notebook.checks``, which the grading kernel's channel imports before any cell runs;
 * and, transitively, the modules those import at module level (what importing them needs). The
   granularity is the module: a module's module-level imports are what it needs to exist, while an import
   inside a function is an optional part, which in the view says it is not there if a cell ever reaches it.
@@ -16,10 +16,10 @@ For each notebook the copy holds an allowlist derived from the notebook itself (
 
 Every other module of the library is absent: its file in the view is one line that raises ImportError
 "<module> is not available while grading: <why>". Within the modules kept, every library function that
-``lmpolicy.forbidden`` declares as a shortcut of one of the notebook's exercises has its body replaced by a
+``lmpolicy.notebook.forbidden`` declares as a shortcut of one of the notebook's exercises has its body replaced by a
 raise of ``LibraryShortcutUsed`` ("not available while grading: ... asks you to write it yourself"), its
-signature and docstring kept; and a module that ``lmpolicy.forbidden`` declares whole (the per-student
-answer key, ``lmpolicy.variant_answers``) is in no view, whatever imports it: the grading kernel takes the
+signature and docstring kept; and a module that ``lmpolicy.notebook.forbidden`` declares whole (the per-student
+answer key, ``lmpolicy.per_student.variant_answers``) is in no view, whatever imports it: the grading kernel takes the
 student's parameters from the grader (``students.kernel_environments``). The real bodies are in no file
 the kernel can read, so neither a computed name, nor a copy of a code object, nor ``inspect.getsource``
 and ``exec``, nor a read of a file by its path can reach them. ``tests/lmpolicy_grader/isolation/
@@ -28,9 +28,9 @@ none that answers.
 
 Views are built once per library source, course notebooks and this module (their hash) and notebook, in a
 cache folder of this user, and hard-linked into each sandbox's private folder (``install``): a kernel
-started before its notebook is known shows the strictest view (``lmpolicy.checks`` and what it imports,
+started before its notebook is known shows the strictest view (``lmpolicy.notebook.checks`` and what it imports,
 nothing else) until ``install`` puts its notebook's view in place, before any cell runs (only
-``lmpolicy.checks`` and what it imports are loaded by then, and they are the same in every view).
+``lmpolicy.notebook.checks`` and what it imports are loaded by then, and they are the same in every view).
 """
 from __future__ import annotations
 
@@ -45,16 +45,16 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from lmpolicy import catalogue, forbidden
-from lmpolicy.catalogue import label
+from lmpolicy.notebook import catalogue, forbidden
+from lmpolicy.notebook.catalogue import label
 
-STRICTEST = "_strictest"  # the view of a kernel whose notebook is not known yet: lmpolicy.checks and its imports
-ALWAYS = ("lmpolicy", "lmpolicy.checks")  # what the grading kernel's own channel imports (call_server)
+STRICTEST = "_strictest"  # the view of a kernel whose notebook is not known yet: lmpolicy.notebook.checks and its imports
+ALWAYS = ("lmpolicy", "lmpolicy.notebook.checks")  # what the grading kernel's own channel imports (call_server)
 MESSAGE = "{name} is not available while grading: {exercises} {asks} you to write it yourself"
 ABSENT = "{name} is not available while grading: {why}"
 WHY_ANSWER_KEY = "it is the answer key of {exercises}, which stays with the grader"
 WHY_UNUSED = "the grading kernel holds only the library modules that {notebook}'s own cells use"
-WHY_UNKNOWN = "the grading kernel of a notebook that is not one of the course's holds only lmpolicy.checks"
+WHY_UNKNOWN = "the grading kernel of a notebook that is not one of the course's holds only lmpolicy.notebook.checks"
 
 
 def library_folder() -> Path:
@@ -134,7 +134,7 @@ def _with_packages(names: set[str], modules: dict[str, Path]) -> set[str]:
 
 def needed_modules(folder: Path, notebook: str | None) -> set[str]:
     """The modules of ``notebook``'s view: what its given cells import (and ``ALWAYS``), closed over the
-    module-level imports of the library, without a module declared whole in ``lmpolicy.forbidden``."""
+    module-level imports of the library, without a module declared whole in ``lmpolicy.notebook.forbidden``."""
     modules = _modules(folder)
     wanted = set(ALWAYS)
     path = None if notebook is None else catalogue.source_folder() / f"{notebook}.ipynb"
@@ -192,13 +192,13 @@ def _blank(source: str, module: str, functions: dict[str, list[str]], filename: 
                 exercises = list(dict.fromkeys(label(k) for k in keys))
                 message = MESSAGE.format(name=f"{module}.{prefix}{node.name}", exercises=" and ".join(exercises),
                                          asks="asks" if len(exercises) == 1 else "ask")
-                raising = ast.parse(f"raise __import__('lmpolicy.checks', fromlist=['checks'])"
+                raising = ast.parse(f"raise __import__('lmpolicy.notebook.checks', fromlist=['checks'])"
                                     f".LibraryShortcutUsed({message!r})").body
                 docstring = node.body[:1] if ast.get_docstring(node, clean=False) is not None else []
                 node.body = docstring + raising
     visit(tree.body, "")
     if left:
-        raise ValueError(f"library_view: {module} has no function {sorted(left)} (lmpolicy.forbidden names it)")
+        raise ValueError(f"library_view: {module} has no function {sorted(left)} (lmpolicy.notebook.forbidden names it)")
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
@@ -225,7 +225,7 @@ def build(folder: Path, notebook: str | None, into: Path) -> Path:
     modules = _modules(folder)
     for module in by_module:
         if module not in modules:
-            raise ValueError(f"library_view: no module {module} in {folder} (lmpolicy.forbidden names it)")
+            raise ValueError(f"library_view: no module {module} in {folder} (lmpolicy.notebook.forbidden names it)")
     view = into / "lmpolicy"
     for path in _files(folder):
         target = view / path.relative_to(folder)

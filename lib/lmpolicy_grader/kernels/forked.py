@@ -55,7 +55,7 @@ from traitlets import Int
 
 PROVISIONER_NAME = "lmpolicy-forked"
 # What the zygote imports before it forks a kernel: what the trusted kernel runs at its start.
-PRELOAD = ["numpy", "torch", "ipykernel.kernelapp", "lmpolicy.checks", "lmpolicy_grader.trusted_tests.in_kernel"]
+PRELOAD = ["numpy", "torch", "ipykernel.kernelapp", "lmpolicy.notebook.checks", "lmpolicy_grader.trusted_tests.in_kernel"]
 # What the grading kernels' zygote imports: nothing of the course. Its children enter a sandbox
 # (``isolation.entering``), and a module it held would be in their memory whatever the sandbox mounts.
 GRADING_PRELOAD = ["numpy", "torch", "ipykernel.kernelapp", "lmpolicy_grader.isolation.entering"]

@@ -18,8 +18,8 @@ from traitlets import Bool, Unicode
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests
 
-from lmpolicy import checks
-from lmpolicy.verdict_lines import wrap
+from lmpolicy.notebook import checks
+from lmpolicy.notebook.verdict_lines import wrap
 from lmpolicy_grader.cells import failed_line
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")

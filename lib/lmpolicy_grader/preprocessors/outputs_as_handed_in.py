@@ -22,7 +22,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Int, Unicode
 
-from lmpolicy.checks import shown_exception
+from lmpolicy.notebook.checks import shown_exception
 from lmpolicy_grader.cells import is_test
 from lmpolicy_grader.kernels.output_cap import OutputCap
 

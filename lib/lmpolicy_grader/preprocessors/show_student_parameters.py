@@ -1,6 +1,6 @@
 """Autograding and feedback: each varying exercise's parameters, as the grader computes them for the student.
 
-A varying exercise (``lmpolicy.variants``) opens with a locked cell that shows the student's parameters
+A varying exercise (``lmpolicy.per_student.variants``) opens with a locked cell that shows the student's parameters
 (grade id ``<exercise>__parameters``). Its output in the submission came from the student's process, which
 could print anything there, and the feedback shows no output that process made while graded
 (``OutputsAsHandedIn``). This preprocessor writes that output anew, from the student of the submission's
@@ -12,7 +12,7 @@ from __future__ import annotations
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from lmpolicy import variants
+from lmpolicy.per_student import variants
 from lmpolicy_grader.students import Variants
 
 PARAMETERS = "__parameters"

@@ -32,7 +32,7 @@ from collections import OrderedDict
 
 import torch
 
-from lmpolicy import checks  # imported before any submitted code runs, like everything here
+from lmpolicy.notebook import checks  # imported before any submitted code runs, like everything here
 from lmpolicy_grader.trusted_tests import codec as channel
 
 TARGET = "lmpolicy_grader.calls"

@@ -16,7 +16,7 @@ from queue import Empty
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.session import Session
 
-from lmpolicy import checks, forbidden
+from lmpolicy.notebook import checks, forbidden
 from lmpolicy_grader.incidents import WHY_A_KERNEL_DIES
 from lmpolicy_grader.trusted_tests import codec, no_credit
 from lmpolicy_grader.trusted_tests.call_server import TARGET
@@ -160,7 +160,7 @@ class Channel:
         times it called the submission's function ``count``)."""
         blocked = checks.active_blocks()
         if blocked:
-            # the active exercises' declared names and patterns (lmpolicy.forbidden), the submission's names a
+            # the active exercises' declared names and patterns (lmpolicy.notebook.forbidden), the submission's names a
             # pattern matches, and any function a test blocks by itself
             names = forbidden.rule_names(no_credit.SOURCES) | {no_credit.leaf(fn) for fn in blocked}
             reason = no_credit.library_shortcut(no_credit.SOURCES, name, names)

@@ -1,7 +1,7 @@
 """What the trusted tests raise when the submission's side does not give a usable answer."""
 from __future__ import annotations
 
-from lmpolicy import checks
+from lmpolicy.notebook import checks
 
 
 class ChannelError(Exception):

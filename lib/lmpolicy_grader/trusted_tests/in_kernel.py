@@ -2,7 +2,7 @@
 
 Loaded as an IPython extension when the trusted kernel starts, it serves four operations:
 ``connect`` (open the channel to the submission's kernel), ``outside_the_rule`` (before a test cell: why
-the code rule, ``lmpolicy.code_rule``, gives it no credit, read from the submitted source), ``bind`` (before a test
+the code rule, ``lmpolicy.notebook.code_rule``, gives it no credit, read from the submitted source), ``bind`` (before a test
 cell: the submission's current names into this kernel's namespace, never over a name the trusted cells
 defined) and ``failed_line`` (the line of the last cell that raised).
 """
@@ -13,7 +13,7 @@ import sys
 
 from IPython import get_ipython
 
-from lmpolicy import checks, code_rule
+from lmpolicy.notebook import checks, code_rule
 from lmpolicy_grader.kernels import remote_call
 from lmpolicy_grader.kernels.trusted_kernel import IN_KERNEL_TARGET
 from lmpolicy_grader.trusted_tests import no_credit

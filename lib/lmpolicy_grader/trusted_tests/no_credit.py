@@ -10,7 +10,7 @@ process at all (``isolation.library_view``); for those the rule is a second line
 between the submission and torch's and numpy's own functions (``torch.softmax``).
 
 It reads what the tested function reaches; how the tested name is made, and which constructs the
-notebook's cells may use at all, is the code rule (``lmpolicy.code_rule``), which every test cell applies first.
+notebook's cells may use at all, is the code rule (``lmpolicy.notebook.code_rule``), which every test cell applies first.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import re
 import sys
 import types
 
-from lmpolicy import checks
+from lmpolicy.notebook import checks
 
 # The submission's code cells above the test cell that runs now (``in_kernel.bind`` sets them).
 SOURCES: list[str] = []

@@ -3,7 +3,7 @@
 One runner serves one notebook. It owns the trusted test kernel (a spare started ahead, or its own),
 runs cells there with a stock nbgrader ``Execute`` of its own, and talks to what the kernel loaded at
 start (``in_kernel``) by name with data (``kernels.remote_call``): ``connect`` once, to reach the
-submission's kernel; before each test ``outside_the_rule`` (the code rule, ``lmpolicy.code_rule``: a test it
+submission's kernel; before each test ``outside_the_rule`` (the code rule, ``lmpolicy.notebook.code_rule``: a test it
 refuses fails with its reason, as the grader's verdict, and never reaches the submission) and ``bind``,
 with the test's visible part only, so that nothing of the hidden tests crosses to the submission's
 process but the inputs of the calls themselves; and ``failed_line`` after a test that raised.
@@ -18,8 +18,8 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbgrader import utils
 from nbgrader.preprocessors import Execute
 
-from lmpolicy import checks
-from lmpolicy.catalogue import exercise_key
+from lmpolicy.notebook import checks
+from lmpolicy.notebook.catalogue import exercise_key
 from lmpolicy_grader.cells import is_test, set_failed_line
 from lmpolicy_grader.isolation import library_view
 from lmpolicy_grader.kernels import remote_call, spares

@@ -80,7 +80,7 @@ def test_a_worker_that_dies_once_is_replaced_and_the_notebook_graded_on_the_retr
     assert attempts.read_text().split() == ["run", "run"]
     assert outcomes["a_unlucky"].status == Status.GRADED, outcomes["a_unlucky"]
     # graded whole on the retry: ex1 earns its points; ex2, tested below the cell whose os.kill is outside the
-    # code rule (lmpolicy.code_rule), gets no credit, as it would on any grading
+    # code rule (lmpolicy.notebook.code_rule), gets no credit, as it would on any grading
     assert _scores(root, outcomes["a_unlucky"]) == {"ex1": 2, "ex2": 0}
     assert outcomes["b_reference"].status == Status.GRADED
 

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbgrader.validator import Validator
 
-from lmpolicy.catalogue import label
+from lmpolicy.notebook.catalogue import label
 from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.grading import grade_class
 from lmpolicy_grader.class_grading.status import Status

@@ -1,6 +1,6 @@
 """The student library as the grading kernel sees it (isolation/library_view.py): per notebook, exactly the
 modules its given cells import and what they import (any other module's import says "not available while
-grading" and why; the answer key in none); within them, the functions lmpolicy.forbidden declares for its
+grading" and why; the answer key in none); within them, the functions lmpolicy.notebook.forbidden declares for its
 exercises raise "not available while grading", and their real bodies are in no file the sandboxed kernel can
 read, whatever way it looks (a copied code object, getsource and exec, a read of the file by its path, a
 search of every folder it can import from). What the kept functions compute: test_no_oracle.py."""
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lmpolicy import catalogue, forbidden
+from lmpolicy.notebook import catalogue, forbidden
 from lmpolicy_grader.isolation import library_view, sandbox
 
 from ..grading_kernel import run_in_kernel, started
@@ -50,16 +50,16 @@ def test_every_declared_shortcut_is_an_exercise_of_a_notebook_and_a_real_library
 
 def test_each_notebooks_view_holds_exactly_the_modules_its_given_cells_import_and_theirs():
     folder = library_view.library_folder()
-    checks_only = {"lmpolicy", "lmpolicy.arithmetic", "lmpolicy.checks", "lmpolicy.progress", "lmpolicy.catalogue",
-                   "lmpolicy.verdict_lines"}
+    checks_only = {"lmpolicy", "lmpolicy.arithmetic", "lmpolicy.notebook.checks", "lmpolicy.notebook.progress", "lmpolicy.notebook.catalogue",
+                   "lmpolicy.notebook.verdict_lines"}
     assert library_view.needed_modules(folder, None) == checks_only
     assert library_view.needed_modules(folder, "not_a_course_notebook") == checks_only
     nb01 = library_view.needed_modules(folder, "01_policy_softmax")
-    assert {"lmpolicy.tinylm.model", "lmpolicy.tinylm.tokenizer", "lmpolicy.variants"} <= nb01
+    assert {"lmpolicy.tinylm.model", "lmpolicy.tinylm.tokenizer", "lmpolicy.per_student.variants"} <= nb01
     assert "lmpolicy.tinylm.generate" not in nb01  # the sampler, which computes a softmax on its way
     for notebook in ALL_NOTEBOOKS:
         kept = library_view.needed_modules(folder, notebook)
-        assert "lmpolicy.variant_answers" not in kept and "lmpolicy.tinylm.kl_placement" not in kept, notebook
+        assert "lmpolicy.per_student.variant_answers" not in kept and "lmpolicy.tinylm.kl_placement" not in kept, notebook
     assert "lmpolicy.tinylm.logprobs" not in library_view.needed_modules(folder, "07_logprob_plumbing")
 
 
@@ -68,13 +68,13 @@ def test_a_module_the_view_lacks_raises_an_import_error_saying_why(tmp_path):
     probe = textwrap.dedent("""
         import json
         out = {}
-        for name in ("lmpolicy.tinylm.generate", "lmpolicy.tinylm.kl_placement", "lmpolicy.variant_answers"):
+        for name in ("lmpolicy.tinylm.generate", "lmpolicy.tinylm.kl_placement", "lmpolicy.per_student.variant_answers"):
             try:
                 __import__(name)
                 out[name] = "imported"
             except ImportError as error:
                 out[name] = str(error)
-        from lmpolicy import variants
+        from lmpolicy.per_student import variants
         try:
             variants.answer("ex11_1a")
             out["answer"] = "answered"
@@ -83,7 +83,7 @@ def test_a_module_the_view_lacks_raises_an_import_error_saying_why(tmp_path):
         out["token_probs"] = list(variants.for_exercise("ex11_1a").token_probs)
         print(json.dumps(out))
     """)
-    from lmpolicy import variant_answers
+    from lmpolicy.per_student import variant_answers
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "LMPOLICY_STUDENT_ID": "alice",
            "LMPOLICY_VARIANT_PARAMS": variant_answers.drawn_for("alice")}
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, env=env, check=True)
@@ -93,10 +93,10 @@ def test_a_module_the_view_lacks_raises_an_import_error_saying_why(tmp_path):
     assert out["lmpolicy.tinylm.generate"] == ("lmpolicy.tinylm.generate is not available while grading: the grading "
                                                "kernel holds only the library modules that 01_policy_softmax's own "
                                                "cells use")
-    assert out["lmpolicy.variant_answers"].startswith("lmpolicy.variant_answers is not available while grading: it is "
+    assert out["lmpolicy.per_student.variant_answers"].startswith("lmpolicy.per_student.variant_answers is not available while grading: it is "
                                                       "the answer key of Exercise 11.1(a)")
-    assert out["answer"] == out["lmpolicy.variant_answers"]
-    from lmpolicy import variants
+    assert out["answer"] == out["lmpolicy.per_student.variant_answers"]
+    from lmpolicy.per_student import variants
     assert out["token_probs"] == list(variants.for_exercise("ex11_1a", "alice").token_probs)
 
 
@@ -105,7 +105,7 @@ def test_a_blanked_function_keeps_its_signature_and_docstring_and_says_what_to_d
     probe = textwrap.dedent("""
         import inspect, json
         from lmpolicy.tinylm import reinforce
-        from lmpolicy import checks
+        from lmpolicy.notebook import checks
         out = {"doc": reinforce.policy_gradient_loss.__doc__,
                "signature": str(inspect.signature(reinforce.kl_penalized_rewards))}
         try:
@@ -183,7 +183,7 @@ def test_in_the_sandbox_no_way_reaches_a_blanked_functions_real_body(tmp_path, s
         seen = run_in_kernel(folder, f"""
             import glob, importlib.util, inspect, json, marshal, os, subprocess, sys, tempfile, types
             import torch
-            from lmpolicy import checks
+            from lmpolicy.notebook import checks
             from lmpolicy.tinylm import reinforce as logprobs
             out = {{}}
             def attempt(name, make):
@@ -266,7 +266,7 @@ def computed_name_calls(tmp_path_factory):
                 seen[notebook] = run_in_kernel(folder, f"""
                     import importlib, json
                     import numpy as np
-                    from lmpolicy import checks
+                    from lmpolicy.notebook import checks
                     from lmpolicy.exact import scenarios
                     try:  # not in every view: only where the notebook's cells use it
                         from lmpolicy.exact import tilting

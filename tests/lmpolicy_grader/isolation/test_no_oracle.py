@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import torch
 
-from lmpolicy import catalogue
+from lmpolicy.notebook import catalogue
 from lmpolicy_grader.isolation import library_view
 
 STUDENT = "alice"
@@ -181,14 +181,14 @@ def _estimator_gradients():
 
 
 def _temperature_for_target():
-    from lmpolicy import variant_answers, variants
+    from lmpolicy.per_student import variant_answers, variants
     params = variants.for_exercise("ex11_2b", STUDENT)
     return (np.asarray(params.logits), params.target), variant_answers.answer("ex11_2b", STUDENT)["temperature_095"]
 
 
 def _variant(key):
     def case():
-        from lmpolicy import variant_answers
+        from lmpolicy.per_student import variant_answers
         numbers = [v for v in variant_answers.answer(key, STUDENT).values()
                    if isinstance(v, float) and abs(v) > 1e-3]
         return (key, STUDENT), numbers
@@ -398,7 +398,7 @@ with open(os.environ["WALK_OUT"], "w") as out:  # not stdout: a walked function 
 
 def walk(view_parent: Path, notebook: str, tmp_path: Path) -> dict:
     """Call every function of the view in ``view_parent`` on ``notebook``'s exercises (see the module docstring)."""
-    from lmpolicy import variant_answers
+    from lmpolicy.per_student import variant_answers
 
     cases_file = tmp_path / f"{notebook}.cases.pt"
     torch.save(cases_of(notebook), cases_file)
@@ -435,4 +435,4 @@ def test_the_walk_finds_the_oracles_of_the_whole_library(tmp_path):
     found = {(exercise, name) for exercise, name, *_ in walked["answers"]}
     assert ("nb01_softmax", "lmpolicy.tinylm.generate.sample_next_token") in found, found
     assert ("nb01_softmax", "lmpolicy.exact.temperature.softmax") in found, found
-    assert ("ex11_1a variant", "lmpolicy.variant_answers.answer") in found, found
+    assert ("ex11_1a variant", "lmpolicy.per_student.variant_answers.answer") in found, found

@@ -17,7 +17,7 @@ from nbgrader.api import Gradebook
 from lmpolicy_grader.corpus.examples import mistake_rounds
 from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
 from lmpolicy_grader.class_grading.course import load_config
-from lmpolicy.progress import exercise_key
+from lmpolicy.notebook.progress import exercise_key
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.class_grading.status import Status
 

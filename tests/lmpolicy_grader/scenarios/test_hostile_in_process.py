@@ -17,7 +17,7 @@ a wrapper, ``exec`` of the library module's source or of its file, and the same 
 to guard the submission's own process each earn 0 on the exercise they cheated, with the reason, while
 the reference and a blank submission keep their exact scores.
 
-The code rule (issue 34, ``lmpolicy.code_rule``): an attack written with a construct outside the allowlist
+The code rule (issue 34, ``lmpolicy.notebook.code_rule``): an attack written with a construct outside the allowlist
 (``get_ipython``, ``import sys``, ``__code__``, a computed ``getattr``) costs every exercise tested below its cell,
 with the rule's reason; a tested name bound outside its answer cell's plain def (a ``match`` capture) costs only
 the exercises that read it. Both kept their credit under the old rule.
@@ -68,7 +68,7 @@ ATTACKS = {
     "tracer": (
         "import sys, threading\n"
         "def _skip_checks(frame, event, arg):\n"
-        "    # jump every line of a check function (lmpolicy.checks) to its end, where a passing check returns\n"
+        "    # jump every line of a check function (lmpolicy.notebook.checks) to its end, where a passing check returns\n"
         "    if event == 'line' and frame.f_code.co_name.startswith(('check', '_fail'))\\\n"
         "            and frame.f_code.co_filename.endswith('checks.py'):\n"
         "        try:\n"
@@ -82,7 +82,7 @@ ATTACKS = {
         "import sys\n"
         "def _on_exec(event, args):\n"
         "    if event == 'exec':\n"
-        "        from lmpolicy import checks as _c\n"
+        "        from lmpolicy.notebook import checks as _c\n"
         "        for _name in ('check', 'check_close', 'check_finite', 'check_shape', 'check_type', 'check_equal'):\n"
         "            setattr(_c, _name, lambda *a, **k: (a[0] if a else None))\n"
         "sys.addaudithook(_on_exec)\n"),
@@ -90,7 +90,7 @@ ATTACKS = {
         "get_ipython().set_custom_exc((BaseException,), lambda shell, etype, value, tb, tb_offset=None: None)\n"),
     "rebinding": (
         "import builtins, numpy as np, torch\n"
-        "from lmpolicy import checks\n"
+        "from lmpolicy.notebook import checks\n"
         "np.allclose = lambda *a, **k: True\n"
         "np.isfinite = lambda x: np.ones(np.shape(x), dtype=bool)\n"
         "torch.allclose = lambda *a, **k: True\n"
@@ -174,7 +174,7 @@ LIBRARY_CHEATS = {
     # what guarded the submission's own process before (blocks during the call, the copied-code report),
     # neutered: there is nothing left there to neuter
     "disabled_call_server": ("ex11_1a__sequence_logprob",
-                             "import contextlib, torch\nfrom lmpolicy import checks as _c\n"
+                             "import contextlib, torch\nfrom lmpolicy.notebook import checks as _c\n"
                              "from lmpolicy_grader.trusted_tests import call_server as _cs\n"
                              "_c.no_library_shortcut = lambda *functions: contextlib.nullcontext()\n"
                              "_cs.copied_library_code = lambda *args: None\n"
@@ -351,7 +351,7 @@ def test_a_failed_hidden_check_shows_neither_its_message_nor_the_hidden_input_re
     import re
 
     import torch
-    from lmpolicy.hidden_inputs import HIDDEN_INPUTS_VARIABLE, hidden_seed
+    from lmpolicy.per_student.hidden_inputs import HIDDEN_INPUTS_VARIABLE, hidden_seed
     from lmpolicy_grader.students import kernel_environments, submission_digest
 
     root, outcomes = hostile_class

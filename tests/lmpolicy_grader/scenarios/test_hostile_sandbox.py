@@ -415,7 +415,7 @@ def _full_marks(root: Path, student: str) -> dict:
 
 def _under_the_code_rule(root: Path, notebooks=(NOTEBOOK,)) -> dict:
     """What a hostile notebook earns beside its honest answer: every hostile cell imports os and glob, outside the
-    code rule (``lmpolicy.code_rule``), so each exercise tested below it gets no credit (the tests run and say
+    code rule (``lmpolicy.notebook.code_rule``), so each exercise tested below it gets no credit (the tests run and say
     why); the sandbox's own proofs are the reports and the host."""
     return {key: 0.0 for key in _full_marks(root, "a_honest") if key[0] in notebooks}
 

@@ -29,7 +29,7 @@ CHEATS = {
     "aten_softmax": "import torch\ndef softmax(logits, dim=-1):\n    return torch.ops.aten._softmax(logits, dim, False)\n",
     "sampler_on_the_way": ("import torch\nfrom lmpolicy.tinylm import generate as _g\n"
                            "def softmax(logits, dim=-1):\n    return _g.sample_next_token(logits, 1.0)\n"),
-    "answer_key": ("import torch\nfrom lmpolicy import variant_answers as _key\n"
+    "answer_key": ("import torch\nfrom lmpolicy.per_student import variant_answers as _key\n"
                    "def softmax(logits, dim=-1):\n    return torch.softmax(logits, dim)\n"),
 }
 
@@ -83,7 +83,7 @@ def test_a_softmax_from_a_private_name_or_an_absent_module_earns_nothing_with_a_
 
 
 @pytest.mark.parametrize("cheat,module", [("sampler_on_the_way", "lmpolicy.tinylm.generate"),
-                                          ("answer_key", "lmpolicy.variant_answers")])
+                                          ("answer_key", "lmpolicy.per_student.variant_answers")])
 def test_an_import_of_a_module_the_view_lacks_says_why_in_the_answer_cell(graded, cheat, module):
     root, _ = graded
     error = _answer_error(root, cheat)

@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from lmpolicy import variants
+from lmpolicy.per_student import variants
 from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy_grader.class_grading.grading import grade_class

@@ -1,4 +1,4 @@
-"""The grader's side of the code rule (``lmpolicy.code_rule``, whose own tests are tests/lmpolicy/test_code_rule.py):
+"""The grader's side of the code rule (``lmpolicy.notebook.code_rule``, whose own tests are tests/lmpolicy/test_code_rule.py):
 the trusted kernel judges each test with that one module, the rule replaces the blocklist read of the source for
 the cases of issue 34, the reach analysis (``no_credit``) still refuses what plain code reaches, and every typical
 wrong answer of the grader's corpus passes the rule or is the library imported.
@@ -9,15 +9,15 @@ import re
 
 import nbformat
 
-from lmpolicy import code_rule
-from lmpolicy.catalogue import exercise_key
+from lmpolicy.notebook import code_rule
+from lmpolicy.notebook.catalogue import exercise_key
 from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
 from lmpolicy_grader.trusted_tests import in_kernel, no_credit
 
 from ..tiny_course import REPO
 
 SETUP = "import math\n\nimport numpy as np\nimport torch\n"
-TEST = ("import torch\nfrom lmpolicy import checks\n"
+TEST = ("import torch\nfrom lmpolicy.notebook import checks\n"
         "probs = checks.call_student(softmax, torch.tensor([2.0, 1.0, 0.0]))\n")
 PLAIN = ("def softmax(logits, dim=-1):\n"
          "    shifted = logits - logits.max(dim=dim, keepdim=True).values\n"
@@ -37,7 +37,7 @@ ISSUE_CASES = {
 
 def test_the_trusted_kernel_judges_each_test_with_the_code_rule(monkeypatch):
     """in_kernel.outside_the_rule reads the submitted cells above the test (their answers named) and the names its
-    own cells made, and gives lmpolicy.code_rule's reason."""
+    own cells made, and gives lmpolicy.notebook.code_rule's reason."""
     monkeypatch.setattr(in_kernel, "_ALL_SOURCES", [(4, SETUP), (9, PLAIN), (10, "import os"), (12, TEST)])
     monkeypatch.setattr(in_kernel, "_ANSWERS", {9: SOFTMAX})
     user_ns = {"math": 1, "np": 1, "torch": 1, "In": [], "Out": {}}

@@ -23,7 +23,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbgrader.api import Gradebook
 
-from lmpolicy import checks
+from lmpolicy.notebook import checks
 from lmpolicy_grader.trusted_tests import codec as channel, no_credit, proxies
 from lmpolicy_grader.trusted_tests.channel import Channel
 from lmpolicy_grader.trusted_tests.errors import InputChanged

@@ -21,7 +21,7 @@ import pkgutil
 from dataclasses import dataclass
 from enum import StrEnum
 
-from lmpolicy.catalogue import exercise_key
+from lmpolicy.notebook.catalogue import exercise_key
 
 
 # the phrase a FROM_DEMO answer's message holds: what a demo says when asked for numbers under nbgrader

@@ -4,7 +4,7 @@ Every failure raises ``CheckFailed`` (an ``AssertionError``) whose first line sa
 plain words, e.g. "softmax(...) returned a list; return a torch.Tensor". Test cells route every
 comparison through this module (never ``np.allclose`` directly), so the grader has one place to trust.
 
-    from lmpolicy import checks
+    from lmpolicy.notebook import checks
     probs = checks.call_student(softmax, logits)
     checks.check_type(probs, torch.Tensor, "softmax(logits)")
     checks.check_close(probs, expected, "softmax(logits)", hint="subtract the max first")
@@ -19,7 +19,7 @@ nbgrader's Validate and the feedback all show the same short message. When the s
 function raises, the message names the call and shows the student's frames only.
 
 In a notebook kernel (not under the grader) each run of a check cell is recorded in
-``lmpolicy.progress``: passed, or failing with its reason; running an exercise's answer cell again
+``lmpolicy.notebook.progress``: passed, or failing with its reason; running an exercise's answer cell again
 with different code marks its passed checks "changed" until they run again. ``summary(notebook)``
 prints what is left to do in a notebook.
 """
@@ -41,8 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lmpolicy import progress
-from lmpolicy.verdict_lines import wrapped
+from lmpolicy.notebook import progress
+from lmpolicy.notebook.verdict_lines import wrapped
 
 MAX_SHOWN_LINES = 8     # a failed check shows at most this many lines: message, the student's frames, hint
 MAX_HINT_LINES = 2
@@ -111,7 +111,7 @@ class LibraryShortcutUsed(CheckFailed):
 
 def _library_folders() -> tuple[str, ...]:
     """Folders whose frames are never the student's: this package, the standard library, installed packages."""
-    folders = {str(Path(__file__).resolve().parent)}
+    folders = {str(Path(__file__).resolve().parents[1])}  # all of lmpolicy
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         with contextlib.suppress(KeyError):
             folders.add(str(Path(sysconfig.get_paths()[key]).resolve()))
@@ -434,7 +434,7 @@ class _CellRecorder:
         return {cell: self.ran[cell] for cell, owner in self.answer_cells().items() if owner == key and cell in self.ran}
 
 
-# --- the grader's code rule, said when a check runs (lmpolicy.code_rule judges; nothing here is blocked) ----------
+# --- the grader's code rule, said when a check runs (lmpolicy.notebook.code_rule judges; nothing here is blocked) ----------
 
 def say_outside_the_code_rule(cell_source: str) -> None:
     """After a check cell (one holding ``done("key")``) in the student's own kernel: one ✗ line when a cell this
@@ -445,7 +445,7 @@ def say_outside_the_code_rule(cell_source: str) -> None:
         return
     history = getattr(getattr(_ipython(), "history_manager", None), "input_hist_raw", None) or []
     try:
-        from lmpolicy import code_rule  # here, not at the top: the grading kernel never needs it
+        from lmpolicy.notebook import code_rule  # here, not at the top: the grading kernel never needs it
 
         found = code_rule.first_outside_in_history(
             [(count, source) for count, source in enumerate(history) if not DONE_CALL.search(source)])
@@ -638,7 +638,7 @@ def _blocker(message: str):
     namespace: dict = {}
     exec(  # a function whose code holds the message as a constant and needs no closure
         "def blocked(*args, **kwargs):\n"
-        f"    raise __import__('lmpolicy.checks', fromlist=['_']).LibraryShortcutUsed({message!r})\n",
+        f"    raise __import__('lmpolicy.notebook.checks', fromlist=['_']).LibraryShortcutUsed({message!r})\n",
         namespace,
     )
     return namespace["blocked"]
@@ -706,13 +706,13 @@ def no_library_shortcut(*library_functions):
             undo()
 
 
-# -- per-student variants (lmpolicy.variants) ----------------------------------------------------
+# -- per-student variants (lmpolicy.per_student.variants) ----------------------------------------------------
 
 def check_own_variant(exercise_key: str, submitted: dict) -> None:
     """Fail when a submitted number is the chapter's value (or another variant's) instead of the
     student's own, without showing the right value. ``submitted`` maps the notebook's variable names
     to what the student set; names whose answer is not a number are ignored."""
-    from lmpolicy import variants
+    from lmpolicy.per_student import variants
 
     for name, value in submitted.items():
         message = variants.other_variant_message(exercise_key, {name: value})
@@ -723,9 +723,9 @@ def check_own_variant(exercise_key: str, submitted: dict) -> None:
 def check_variant_answers(exercise_key: str, submitted: dict, hint: str | None = None,
                           show_expected: bool = True) -> None:
     """Every submitted answer of ``exercise_key`` against the current student's own exact answer
-    (``lmpolicy.variants.answers``, with the tolerance each answer carries). Hidden tests call it as it is;
+    (``lmpolicy.per_student.variants.answers``, with the tolerance each answer carries). Hidden tests call it as it is;
     a visible check calls it with ``show_expected=False``, so that a failure never shows the right value."""
-    from lmpolicy import variants
+    from lmpolicy.per_student import variants
 
     check_own_variant(exercise_key, submitted)
     expected = variants.answers(exercise_key)

@@ -1,9 +1,9 @@
-"""The answer key of the per-student variants (``lmpolicy.variants``): each family's exact answers, what
+"""The answer key of the per-student variants (``lmpolicy.per_student.variants``): each family's exact answers, what
 makes a drawn candidate acceptable, the draw (which judges every candidate by its answers), and the
 comparison of a submitted number with the student's own answer and with other variants'.
 
 Computed with the exact solvers of ``lmpolicy.exact``, never copied. The student's own install holds it
-(the visible checks compare with it); a grading kernel never does (``lmpolicy.forbidden`` declares it,
+(the visible checks compare with it); a grading kernel never does (``lmpolicy.notebook.forbidden`` declares it,
 and the grader's library view leaves it out): there the student's parameters come from the grader
 (``LMPOLICY_VARIANT_PARAMS``) and the checks that need the answers run in the trusted kernel.
 """
@@ -21,7 +21,7 @@ from lmpolicy.exact.kl import estimator_moments, probability_mean_below
 from lmpolicy.exact.scenarios import Scenario, kl_demo_policy_for
 from lmpolicy.exact.temperature import softmax
 from lmpolicy.exact.tilting import frontier, soft_values, tilted_optimum, token_level_optimum
-from lmpolicy.variants import (_BLIND_CHAPTER, _FAMILIES, _UNSET, BATCH_TOKENS, _blind_scenario, _check_student,
+from lmpolicy.per_student.variants import (_BLIND_CHAPTER, _FAMILIES, _UNSET, BATCH_TOKENS, _blind_scenario, _check_student,
                                _family, _Family, _Picker, _worked_scenario, for_exercise)
 
 OTHER_VARIANT_MESSAGE = ("this is the chapter's value; your model's is different: see the parameters at the "

@@ -15,7 +15,7 @@ import textwrap
 WIDTH = 86
 CONTINUATION = "  "  # the further indent of the rest of a line too long for one
 # every CSI escape sequence, as nbconvert's strip_ansi (which the validator used) reads them, not colours alone; its
-# own copy, since importing nbconvert would cost every kernel that imports lmpolicy.checks about 0.3 s
+# own copy, since importing nbconvert would cost every kernel that imports lmpolicy.notebook.checks about 0.3 s
 ANSI_CODE = re.compile(r"\x1b\[(.*?)([@-~])")
 
 

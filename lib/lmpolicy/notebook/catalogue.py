@@ -22,9 +22,9 @@ Everything else is derived: ``Chapter`` reads the notebooks of one folder, and t
 each notebook (its first cell, between ``HEADER_BEGIN`` and ``HEADER_END``) and the first line of each
 check cell (``check_heading``: what its collapsed preview shows) are written from it by
 
-    python -m lmpolicy.catalogue write-headers [NN_name ...]
+    python -m lmpolicy.notebook.catalogue write-headers [NN_name ...]
 
-``python -m lmpolicy.catalogue check [NN_name ...]`` lists what is wrong with a notebook's exercises
+``python -m lmpolicy.notebook.catalogue check [NN_name ...]`` lists what is wrong with a notebook's exercises
 (a key of no known form, a graded cell without points, an exercise without a title, a header table
 or a check cell's first line that is out of date), one line each, and exits 1 if anything is;
 ``list`` prints every exercise with its points and the course's total; ``pytest-k NN_name`` the
@@ -46,7 +46,7 @@ CHAPTER = 11
 GRADE_ID_SEPARATOR = "__"
 METADATA_FIELD = "lmpolicy"       # the first cell's metadata: {"lmpolicy": {"exercises": {key: title}}}
 TITLES_FIELD = "exercises"
-HEADER_BEGIN = ("<!-- the exercise table: written from the cells' metadata by `python -m lmpolicy.catalogue "
+HEADER_BEGIN = ("<!-- the exercise table: written from the cells' metadata by `python -m lmpolicy.notebook.catalogue "
                 "write-headers` (titles: this cell's metadata, lmpolicy.exercises); edit those, not this -->")
 HEADER_END = "<!-- end of the exercise table -->"
 
@@ -306,7 +306,7 @@ def problems(folder: Path, names: list[str] | None = None) -> list[str]:
                 found.append(f"{name}: graded cell {grade_id} has no points (its cell metadata, nbgrader.points)")
             if is_check_cell(cell) and _source(cell).partition("\n")[0] != check_heading(key):
                 found.append(f"{name}: the check cell {grade_id} does not start with its heading: run "
-                             f"`python -m lmpolicy.catalogue write-headers {name}`")
+                             f"`python -m lmpolicy.notebook.catalogue write-headers {name}`")
         exercises = chapter.of(name)
         if not exercises:
             found.append(f"{name}: no graded cell (nbgrader metadata grade: true, with points)")
@@ -318,20 +318,20 @@ def problems(folder: Path, names: list[str] | None = None) -> list[str]:
         for key in sorted(set(named) - {exercise.key for exercise in exercises}):
             found.append(f"{name}: the first cell's metadata titles {key}, which has no graded cell here")
         if _source(notebook["cells"][0]) != with_header(_source(notebook["cells"][0]), header_block(chapter, name)):
-            found.append(f"{name}: the header table is out of date: run `python -m lmpolicy.catalogue write-headers "
+            found.append(f"{name}: the header table is out of date: run `python -m lmpolicy.notebook.catalogue write-headers "
                          f"{name}`")
     return found
 
 
 def source_folder() -> Path:
     """The course's source notebooks (``source/ch11`` in the course folder this package is installed from)."""
-    return Path(__file__).resolve().parents[2] / "source" / ASSIGNMENT
+    return Path(__file__).resolve().parents[3] / "source" / ASSIGNMENT
 
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m lmpolicy.catalogue", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m lmpolicy.notebook.catalogue", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("check", "write-headers", "list", "pytest-k"))
     parser.add_argument("notebooks", nargs="*", help="NN_name of source notebooks (default: all)")
     parser.add_argument("--folder", type=Path, default=source_folder(), help="default: %(default)s")

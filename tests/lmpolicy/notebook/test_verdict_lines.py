@@ -1,6 +1,6 @@
 """Verdict lines wrapped between words, colours kept, at a width nbgrader validate does not wrap again."""
-from lmpolicy.checks import BOLD, RED, RESET
-from lmpolicy.verdict_lines import CONTINUATION, WIDTH, strip_ansi, wrap
+from lmpolicy.notebook.checks import BOLD, RED, RESET
+from lmpolicy.notebook.verdict_lines import CONTINUATION, WIDTH, strip_ansi, wrap
 from tests.verdicts import one_line
 
 HEADING = f"{RED}{BOLD}\u2717 Not defined yet:{RESET}"

@@ -1,4 +1,4 @@
-"""lmpolicy.progress: the local record survives corruption, lists every exercise once, and a pass belongs
+"""lmpolicy.notebook.progress: the local record survives corruption, lists every exercise once, and a pass belongs
 to the answer that passed."""
 import json
 import re
@@ -8,7 +8,7 @@ import nbformat
 
 import pytest
 
-from lmpolicy import progress
+from lmpolicy.notebook import progress
 
 
 @pytest.fixture

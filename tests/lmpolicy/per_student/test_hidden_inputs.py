@@ -1,8 +1,8 @@
-"""The hidden tests' seeds (lmpolicy.hidden_inputs): the test's own seed, or one mixed with the student's value."""
+"""The hidden tests' seeds (lmpolicy.per_student.hidden_inputs): the test's own seed, or one mixed with the student's value."""
 import numpy as np
 import pytest
 
-from lmpolicy.hidden_inputs import HIDDEN_INPUTS_VARIABLE, hidden_seed
+from lmpolicy.per_student.hidden_inputs import HIDDEN_INPUTS_VARIABLE, hidden_seed
 
 
 def test_outside_grading_a_hidden_test_keeps_its_own_seed(monkeypatch):

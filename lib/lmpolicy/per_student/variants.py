@@ -3,7 +3,7 @@
 This module owns the variants' parameters: which exercises vary (``VARYING``), the family each one
 draws from, the grid of a draw from the student id, and the line a student reads above the exercise.
 Their exact answers, and the draw itself (which judges each candidate by its answers), are the answer
-key, ``lmpolicy.variant_answers``: computed with ``lmpolicy.exact``, never copied, and never in a grading
+key, ``lmpolicy.per_student.variant_answers``: computed with ``lmpolicy.exact``, never copied, and never in a grading
 kernel (its library view lacks the module; the grader hands it the student's parameters in
 ``LMPOLICY_VARIANT_PARAMS``). This module's answer-key names (``answers``, ``answer``,
 ``other_variant_message``, ...) are read from there when first used.
@@ -394,12 +394,12 @@ ANSWER_KEY_NAMES = frozenset({
 
 
 def _answer_key():
-    from lmpolicy import variant_answers  # not in a grading kernel: there this import says so
+    from lmpolicy.per_student import variant_answers  # not in a grading kernel: there this import says so
     return variant_answers
 
 
 def __getattr__(name: str):
-    """``variants.answers`` and the rest of the answer key's names, read from ``lmpolicy.variant_answers``."""
+    """``variants.answers`` and the rest of the answer key's names, read from ``lmpolicy.per_student.variant_answers``."""
     if name in ANSWER_KEY_NAMES:
         return getattr(_answer_key(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""The code rule (``lmpolicy.code_rule``): an allowlist of constructs, judged from the submitted source.
+"""The code rule (``lmpolicy.notebook.code_rule``): an allowlist of constructs, judged from the submitted source.
 
 Each attack binds the tested name (softmax) by a way outside the rule, or uses a construct that could: it gets
 no credit on the test, with a reason naming the cell, the line and the construct. The honest corpus (every
@@ -13,12 +13,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lmpolicy import code_rule
-from lmpolicy.code_rule import Cell, outside_the_rule
+from lmpolicy.notebook import code_rule
+from lmpolicy.notebook.code_rule import Cell, outside_the_rule
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SETUP = "import math\n\nimport numpy as np\nimport torch\n"
-TEST = ("import torch\nfrom lmpolicy import checks\n"
+TEST = ("import torch\nfrom lmpolicy.notebook import checks\n"
         "probs = checks.call_student(softmax, torch.tensor([2.0, 1.0, 0.0]))\n"
         "### BEGIN HIDDEN TESTS\nchecks.check_close(softmax(torch.zeros(3)), torch.full((3,), 1 / 3), 'hidden')\n"
         "### END HIDDEN TESTS\n")
@@ -87,7 +87,7 @@ ATTACKS = {
     "computed_getattr": ("_sm = getattr(torch, 'soft' + 'max')\n" + PLAIN, "", "getattr with a computed name"),
     "interpreter_through_an_allowed_module": (PLAIN, "import typing\ntyping.sys.modules['__main__'].softmax = 1",
                                               "binds softmax with typing.sys.modules"),
-    "interpreter_through_the_library": (PLAIN, "from lmpolicy import checks\nchecks.os.environ['X'] = '1'", "uses .os"),
+    "interpreter_through_the_library": (PLAIN, "from lmpolicy.notebook import checks\nchecks.os.environ['X'] = '1'", "uses .os"),
     "frame_globals": (PLAIN, "import inspect\ninspect.currentframe().f_globals['softmax'] = torch.softmax",
                       "import inspect"),
     "async_hook": (PLAIN, "async def _later():\n    global softmax\n    softmax = torch.softmax", "an async def"),
@@ -119,7 +119,7 @@ def test_a_construct_touches_every_test_below_it_and_none_above():
     bad = Cell(12, "exec('x = 1')")
     softmax_test = outside_the_rule([Cell(4, SETUP), Cell(9, PLAIN, SOFTMAX)], TEST, SOFTMAX, TRUSTED)
     later_test = outside_the_rule([Cell(4, SETUP), Cell(9, PLAIN, SOFTMAX), bad],
-                                  "from lmpolicy import checks\nchecks.check(sequence_logprob is not None, 'x')",
+                                  "from lmpolicy.notebook import checks\nchecks.check(sequence_logprob is not None, 'x')",
                                   "ex11_1a", TRUSTED)
     assert softmax_test is None
     assert later_test.startswith("cell 13 line 1 uses exec (exec('x = 1')), outside the plain Python the grader can "
@@ -129,13 +129,13 @@ def test_a_construct_touches_every_test_below_it_and_none_above():
 def test_a_binding_outside_the_rule_touches_only_the_tests_that_read_the_name():
     cells = [Cell(4, SETUP), Cell(9, PLAIN, SOFTMAX), Cell(10, "for softmax in [torch.softmax]:\n    pass")]
     assert outside_the_rule(cells, TEST, SOFTMAX, TRUSTED) is not None
-    assert outside_the_rule(cells, "from lmpolicy import checks\nchecks.check(prob_86 > 0, 'x')", "ex11_1a",
+    assert outside_the_rule(cells, "from lmpolicy.notebook import checks\nchecks.check(prob_86 > 0, 'x')", "ex11_1a",
                             TRUSTED) is None
 
 
 def test_the_tested_names_are_what_the_test_reads_and_the_trusted_kernel_lacks():
     assert code_rule.tested_names(TEST, TRUSTED) == {"softmax"}
-    test = ("from lmpolicy import checks\n_x = 1\ndef _call(z):\n    return helper(z) + _x\n"
+    test = ("from lmpolicy.notebook import checks\n_x = 1\ndef _call(z):\n    return helper(z) + _x\n"
             "checks.check(_call(prob_86), 'x')\n")
     assert code_rule.tested_names(test, TRUSTED) == {"helper", "prob_86"}
 
@@ -226,11 +226,11 @@ HIDDEN_EVALUATION = {
     "string_annotation": ("import typing\ndef _f(x: 'globals().update(softmax=torch.softmax)'):\n    pass\n"
                           "typing.get_type_hints(_f)", "a string annotation"),
     "string_formatter": ("import string\n_f = string.Formatter().get_field('0.x', [softmax], {})", "import string"),
-    "the_librarys_private_shell": ("from lmpolicy import checks\n_shell = checks._ipython()",
+    "the_librarys_private_shell": ("from lmpolicy.notebook import checks\n_shell = checks._ipython()",
                                    "._ipython, a private name of a module"),
-    "the_librarys_private_importer": ("from lmpolicy.forbidden import _library_object\n"
+    "the_librarys_private_importer": ("from lmpolicy.notebook.forbidden import _library_object\n"
                                       "_library_object('sys:modules')['__main__'].softmax = torch.softmax",
-                                      "from lmpolicy.forbidden import _library_object"),
+                                      "from lmpolicy.notebook.forbidden import _library_object"),
     "private_torch": ("_p = torch._softmax", "._softmax, a private name of a module"),
 }
 

@@ -1,4 +1,4 @@
-"""lmpolicy.checks: failures carry a message a student can act on; done() and the shortcut guard."""
+"""lmpolicy.notebook.checks: failures carry a message a student can act on; done() and the shortcut guard."""
 import json
 import re
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from lmpolicy import checks, progress
-from lmpolicy.verdict_lines import CONTINUATION, WIDTH
+from lmpolicy.notebook import checks, progress
+from lmpolicy.notebook.verdict_lines import CONTINUATION, WIDTH
 from tests.verdicts import one_line
 
 
@@ -274,13 +274,13 @@ def kernel(tmp_path):
     env = dict(os.environ, LMPOLICY_PROGRESS_FILE=str(tmp_path / "progress.json"), JPY_SESSION_NAME=str(notebook))
     env.pop("NBGRADER_EXECUTION", None)
     running = Kernel(env)
-    running.run("import torch\nfrom lmpolicy import checks")
+    running.run("import torch\nfrom lmpolicy.notebook import checks")
     yield running
     running.close()
 
 
 SAMPLER_CELL = "task2__sample_with_temperature"  # the answer cell's id in the release notebook
-CHECK_CELL = "import torch\nfrom lmpolicy import checks\nchecks.call_student(sample_with_temperature, torch.tensor([1.0, 0.0]), " \
+CHECK_CELL = "import torch\nfrom lmpolicy.notebook import checks\nchecks.call_student(sample_with_temperature, torch.tensor([1.0, 0.0]), " \
              "temperature=0, generator=torch.Generator())\nchecks.done('task2')"
 DIVIDES_BY_T = ("def sample_with_temperature(logits, temperature, generator=None):\n"
                 "    scaled = logits / temperature\n"

@@ -31,7 +31,7 @@ GENERATE = "lmpolicy.tinylm.generate"
 LOGPROBS = "lmpolicy.tinylm.logprobs"
 REINFORCE = "lmpolicy.tinylm.reinforce"
 KL_PLACEMENT = "lmpolicy.tinylm.kl_placement"
-ANSWER_KEY = "lmpolicy.variant_answers"  # the per-student answers: with the grader, never in a grading kernel
+ANSWER_KEY = "lmpolicy.per_student.variant_answers"  # the per-student answers: with the grader, never in a grading kernel
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def shortcuts(exercise_key: str):
     rule refuses a submission whose source reaches any of its names or pattern (``active_names``)."""
     if exercise_key not in FORBIDDEN:
         raise KeyError(f"forbidden: no shortcuts are declared for {exercise_key!r}")
-    from lmpolicy import checks
+    from lmpolicy.notebook import checks
 
     _ACTIVE.append(exercise_key)
     try:

@@ -1,4 +1,4 @@
-"""lmpolicy.forbidden: each exercise's shortcuts, declared once, and what reads them."""
+"""lmpolicy.notebook.forbidden: each exercise's shortcuts, declared once, and what reads them."""
 from __future__ import annotations
 
 import textwrap
@@ -6,7 +6,7 @@ import textwrap
 import pytest
 import torch
 
-from lmpolicy import checks, forbidden
+from lmpolicy.notebook import checks, forbidden
 from lmpolicy_grader.trusted_tests import no_credit
 
 PRIVATE_SOFTMAXES = {
@@ -80,7 +80,7 @@ def test_shortcuts_block_the_declared_functions_only_while_active():
 
 
 def test_the_answer_key_is_declared_whole_for_every_varying_exercise():
-    from lmpolicy import variants
+    from lmpolicy.per_student import variants
 
     assert set(forbidden.library_modules()) == {forbidden.ANSWER_KEY}
     assert set(forbidden.library_modules()[forbidden.ANSWER_KEY]) == set(variants.VARYING)

@@ -1,4 +1,4 @@
-"""Per-student variants (lmpolicy.variants): where the id comes from, the draw, the families, the answers."""
+"""Per-student variants (lmpolicy.per_student.variants): where the id comes from, the draw, the families, the answers."""
 from __future__ import annotations
 
 import itertools
@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from lmpolicy import checks, variants
+from lmpolicy.notebook import checks
+from lmpolicy.per_student import variants
 from lmpolicy.demos.tilting import BETA_RANGE
 from lmpolicy.exact.kl import estimator_moments
 from lmpolicy.exact.scenarios import KL_DEMO_X_RANGE, get_scenario

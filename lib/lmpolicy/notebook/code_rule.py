@@ -4,8 +4,8 @@ One judgement, three places that apply it. The grader applies it in the trusted 
 submitted source (the notebook the grader holds, never what the submission's process reports), before each
 test cell runs (``lmpolicy_grader.trusted_tests.in_kernel.outside_the_rule``). The student meets the same
 judgement before hand-in: Validate lists every construct outside it (``notebook_outside``, read by
-``lmpolicy.validator``), and each check cell run in the student's own kernel says the first one among the
-cells that kernel has run (``first_outside_in_history``, read by ``lmpolicy.checks``). The rule is an
+``lmpolicy.notebook.validator``), and each check cell run in the student's own kernel says the first one among the
+cells that kernel has run (``first_outside_in_history``, read by ``lmpolicy.notebook.checks``). The rule is an
 allowlist and holds no test, input or answer: knowing it gives nobody anything but what the README says.
 
 1. **A tested name** (a name the test cell reads that neither it nor the trusted cells define: the name the
@@ -56,7 +56,7 @@ import re
 import symtable
 from dataclasses import dataclass
 
-from lmpolicy import catalogue
+from lmpolicy.notebook import catalogue
 
 # -- the allowlists ----------------------------------------------------------------------------------------
 
@@ -115,7 +115,7 @@ ALLOWED_DUNDER_METHODS = ALLOWED_DUNDERS | {
 ALLOWED_DUNDER_STRINGS = ALLOWED_DUNDER_METHODS | {"__main__"}
 
 # Attribute names under which an allowed module hands out the interpreter or runs code it loads (the refused
-# modules, reached as attributes: ``typing.sys``, ``lmpolicy.checks.os``; and the loaders of code and pickles).
+# modules, reached as attributes: ``typing.sys``, ``lmpolicy.notebook.checks.os``; and the loaders of code and pickles).
 REFUSED_MODULES = frozenset({
     "sys", "os", "builtins", "__main__", "importlib", "inspect", "types", "ctypes", "ctypeslib", "pickle",
     "marshal", "gc", "runpy", "code", "codeop", "threading", "_thread", "multiprocessing", "asyncio",

@@ -1,9 +1,9 @@
 """The student's local record of their exercises, and the tables that read it.
 
-A visible check that runs in the student's kernel records its outcome here (``lmpolicy.checks``
+A visible check that runs in the student's kernel records its outcome here (``lmpolicy.notebook.checks``
 does the recording): passed, with the code of the answer cells it passed on, or failing with its
 one-line reason. The record is a small JSON file at ``$LMPOLICY_PROGRESS_FILE`` or
-``~/.lmpolicy/progress.json``:
+``~/.lmpolicy/notebook/progress.json``:
 
     {"version": 2,
      "done": {"ex11_1a": "2026-11-30T15:02:11+00:00", ...},
@@ -21,7 +21,7 @@ since its check passed: run the check", as does one run again in the kernel with
 (``record_answer_run``). Written answers are not recorded: the tables read them from the saved
 notebooks too, and one counts when its cell holds text other than the release's placeholder.
 
-The chapter's exercises (``EXERCISES``, ``exercise(key)``) are not written here: ``lmpolicy.catalogue``
+The chapter's exercises (``EXERCISES``, ``exercise(key)``) are not written here: ``lmpolicy.notebook.catalogue``
 reads them from the notebooks (keys from the grade ids, points from the cells, titles from each
 notebook's first cell), and ``chapter()`` says which notebooks.
 """
@@ -39,8 +39,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmpolicy import catalogue
-from lmpolicy.catalogue import ASSIGNMENT, GRADE_ID_SEPARATOR, Exercise, exercise_key  # noqa: F401 (re-exported)
+from lmpolicy.notebook import catalogue
+from lmpolicy.notebook.catalogue import ASSIGNMENT, GRADE_ID_SEPARATOR, Exercise, exercise_key  # noqa: F401 (re-exported)
 
 FORMAT_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -52,7 +52,7 @@ WRITTEN_PLACEHOLDER = "YOUR ANSWER HERE"
 
 def course_root() -> Path:
     """The course folder (the one with ``release/``), from where this package is installed (``pip -e``)."""
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]
 
 
 def release_dir() -> Path:
@@ -87,7 +87,7 @@ _CHAPTER: dict[tuple, catalogue.Chapter] = {}
 
 
 def chapter() -> catalogue.Chapter:
-    """The chapter's exercises (``lmpolicy.catalogue.Chapter``), read again when one of its notebooks changes."""
+    """The chapter's exercises (``lmpolicy.notebook.catalogue.Chapter``), read again when one of its notebooks changes."""
     folder = catalogue_folder()
     if folder is None:
         return catalogue.Chapter(Path(), (), ())
@@ -140,7 +140,7 @@ class ProgressFileCorrupt(UserWarning):
 
 
 def progress_file() -> Path:
-    """Where the record lives: ``$LMPOLICY_PROGRESS_FILE`` or ``~/.lmpolicy/progress.json``."""
+    """Where the record lives: ``$LMPOLICY_PROGRESS_FILE`` or ``~/.lmpolicy/notebook/progress.json``."""
     configured = os.environ.get("LMPOLICY_PROGRESS_FILE")
     return Path(configured) if configured else Path.home() / ".lmpolicy" / "progress.json"
 
@@ -252,7 +252,7 @@ def record(key: str, check: str = UNKNOWN_CHECK, answer: dict[str, str] | None =
     fingerprints of the answer cells it ran on, by cell id). Keeps the time the exercise was first done.
 
     In a notebook kernel, an answer cell of ``key`` missing from ``answer`` (it ran before the kernel
-    imported ``lmpolicy.checks``, whose recorder sees cells from then on) is taken from the kernel's
+    imported ``lmpolicy.notebook.checks``, whose recorder sees cells from then on) is taken from the kernel's
     history (``answers_from_history``).
     """
     if answer is not None:
@@ -310,7 +310,7 @@ def answers_from_history(key: str, exclude: set[str] = frozenset(), check: str =
     if found is None:
         return {}
     shell, path = found
-    from lmpolicy.checks import binds  # the one reading of what a cell binds; checks imports this module
+    from lmpolicy.notebook.checks import binds  # the one reading of what a cell binds; checks imports this module
 
     history = [source for source in getattr(shell.history_manager, "input_hist_raw", [])
                if source.strip() and fingerprint(source) != check]
@@ -538,7 +538,7 @@ def notebook_summary(name: str, student_notebook: Path | None = None) -> str:
 
 def identity() -> str:
     """One sentence (markdown-free text) saying who the student is here and whose numbers they get."""
-    from lmpolicy import variants  # the one reading of the student's id
+    from lmpolicy.per_student import variants  # the one reading of the student's id
 
     student = variants.student_id()
     if student is not None:
@@ -643,8 +643,8 @@ def _write_atomically_text(path: Path, text: str) -> None:
 
 
 if __name__ == "__main__":
-    # `python -m lmpolicy.progress fill-start-page <path>`: what `make lab` runs before JupyterLab starts
+    # `python -m lmpolicy.notebook.progress fill-start-page <path>`: what `make lab` runs before JupyterLab starts
     if len(sys.argv) != 3 or sys.argv[1] != "fill-start-page":
-        sys.exit("usage: python -m lmpolicy.progress fill-start-page <the student's 00_start_here.ipynb>")
+        sys.exit("usage: python -m lmpolicy.notebook.progress fill-start-page <the student's 00_start_here.ipynb>")
     if not fill_start_page(Path(sys.argv[2])):
         print(f"{sys.argv[2]} has no cell tagged {OVERVIEW_TAG}: its progress is shown when that page runs")

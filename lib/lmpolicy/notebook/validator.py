@@ -1,5 +1,5 @@
 """What nbgrader's Validate says to a student: each failing check as its ✗ lines, under its exercise's name,
-and first each construct the grader's code rule would refuse (``lmpolicy.code_rule``: ``%matplotlib inline``,
+and first each construct the grader's code rule would refuse (``lmpolicy.notebook.code_rule``: ``%matplotlib inline``,
 ``import os``, a cell that does not parse...), one ✗ line each, with what to do.
 
 Stock nbgrader 0.9.6 reports a failing graded cell as the cell's whole source followed by its error:
@@ -14,7 +14,7 @@ which both load before they build it, calls ``use_in_nbgrader()``; from then on 
 - ``source``: its exercise's name and the kind of cell, e.g. "Exercise 01.softmax, the check cell"
   (the dialog shows this where nbgrader shows the source);
 - ``raw_error`` / ``error``: the verdict only. A failed check already renders as its few ✗ lines
-  (``lmpolicy.checks.CheckFailed._render_traceback_``); any other error is cut to one line,
+  (``lmpolicy.notebook.checks.CheckFailed._render_traceback_``); any other error is cut to one line,
   "✗ TypeError: ...", and a NameError says which cell should have defined the name.
 
 A locked cell the student changed is named the same way instead of being printed whole.
@@ -29,10 +29,10 @@ from nbconvert.filters import ansi2html
 from nbgrader import utils
 from nbgrader.validator import Validator
 
-from lmpolicy import catalogue, code_rule
-from lmpolicy.verdict_lines import strip_ansi, wrap
+from lmpolicy.notebook import catalogue, code_rule
+from lmpolicy.notebook.verdict_lines import strip_ansi, wrap
 
-MARK = "\u2717"  # how every verdict line of lmpolicy.checks begins
+MARK = "\u2717"  # how every verdict line of lmpolicy.notebook.checks begins
 KERNEL_NEVER_STARTED = "Kernel died before replying to kernel_info"  # jupyter_client's words
 # the modules of nbgrader that build a Validator by name (its command line, its Validate button's handler)
 NBGRADER_USERS = ("nbgrader.apps.validateapp", "nbgrader.server_extensions.validate_assignment.handlers")
@@ -63,7 +63,7 @@ def _error_verdict(output, notebook, cell_index: int) -> list[str]:
     """The ✗ lines of one error output (ANSI colours kept)."""
     lines = [line for entry in output.get("traceback", []) for line in entry.split("\n")]
     marked = [i for i, line in enumerate(lines) if strip_ansi(line).lstrip().startswith(MARK)]
-    if marked:  # a failed check, or a NameError explained by lmpolicy.checks: from its first ✗ line on
+    if marked:  # a failed check, or a NameError explained by lmpolicy.notebook.checks: from its first ✗ line on
         return [line for line in lines[marked[0]:] if line.strip()]
     text = (output.get("evalue") or "").strip().splitlines()
     verdict = f"{MARK} {output.get('ename', 'Error')}" + (f": {text[0]}" if text else "")
@@ -77,7 +77,7 @@ def _error_verdict(output, notebook, cell_index: int) -> list[str]:
 def _undefined_name_advice(name: str, notebook, cell_index: int) -> str:
     """Validate runs every cell from the top, so a name a cell lacks was never defined above it: the
     cell meant to define it raised first, or nothing defines it (renamed, misspelt)."""
-    from lmpolicy import checks  # imports IPython; only a NameError needs it
+    from lmpolicy.notebook import checks  # imports IPython; only a NameError needs it
 
     above = [cell for cell in notebook.cells[:cell_index] if cell.cell_type == "code"]
     for cell in reversed(above):
@@ -107,7 +107,7 @@ PARAMETERS = "__parameters"  # the grade id of a varying exercise's cell that sh
 def saved_variant_mismatch(notebook) -> str | None:
     """The ✗ line for a notebook whose saved parameter cells show numbers other than this student's (the notebook
     was worked on under another id, or none); None when each shown variant is the one the id here gives."""
-    from lmpolicy import variants
+    from lmpolicy.per_student import variants
 
     for cell in notebook.cells:
         grade_id = (cell.metadata.get("nbgrader") or {}).get("grade_id", "")
@@ -132,7 +132,7 @@ CODE_RULE = "Plain Python the grader can check"  # what stands for the cell of a
 
 
 def code_rule_failures(notebook) -> list[dict]:
-    """Every construct of ``notebook`` (as saved) outside the grader's code rule (``lmpolicy.code_rule``), each as
+    """Every construct of ``notebook`` (as saved) outside the grader's code rule (``lmpolicy.notebook.code_rule``), each as
     one failure of one ✗ line: the cell (its place, the exercise it answers or is below), the line, the code, and
     what to do. Validate runs the notebook, which runs such code fine; grading would give every exercise checked
     below it no credit."""

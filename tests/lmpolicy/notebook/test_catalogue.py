@@ -1,4 +1,4 @@
-"""lmpolicy.catalogue: the exercises read from the notebooks; adding one touches its notebook only."""
+"""lmpolicy.notebook.catalogue: the exercises read from the notebooks; adding one touches its notebook only."""
 import shutil
 import subprocess
 import sys
@@ -6,7 +6,7 @@ import sys
 import nbformat
 import pytest
 
-from lmpolicy import catalogue, progress
+from lmpolicy.notebook import catalogue, progress
 
 SOURCE = catalogue.source_folder()
 
@@ -35,7 +35,7 @@ def test_an_exercises_points_are_its_graded_cells_points():
 
 
 MIN_P_ANSWER = "def min_p_filter(logits, p_base):\n    ### BEGIN SOLUTION\n    return logits\n    ### END SOLUTION\n"
-MIN_P_TESTS = ("from lmpolicy import checks\nchecks.done(\"nb02_min_p\")\n"
+MIN_P_TESTS = ("from lmpolicy.notebook import checks\nchecks.done(\"nb02_min_p\")\n"
                "### BEGIN HIDDEN TESTS\nassert True\n### END HIDDEN TESTS\n")
 
 
@@ -53,7 +53,7 @@ def add_min_p(path, points=2):
 
 
 def check(folder, *names):
-    return subprocess.run([sys.executable, "-m", "lmpolicy.catalogue", "check", "--folder", str(folder), *names],
+    return subprocess.run([sys.executable, "-m", "lmpolicy.notebook.catalogue", "check", "--folder", str(folder), *names],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -66,15 +66,15 @@ def test_adding_an_exercise_touches_its_notebook_only(tmp_path, monkeypatch):
     found = check(folder, "02_temperature")
     assert found.returncode == 1
     assert "02_temperature: exercise nb02_min_p has no title" in found.stdout
-    assert "02_temperature: the header table is out of date: run `python -m lmpolicy.catalogue write-headers " \
+    assert "02_temperature: the header table is out of date: run `python -m lmpolicy.notebook.catalogue write-headers " \
            "02_temperature`" in found.stdout
     assert "02_temperature: the check cell nb02_min_p__tests does not start with its heading: run " \
-           "`python -m lmpolicy.catalogue write-headers 02_temperature`" in found.stdout
+           "`python -m lmpolicy.notebook.catalogue write-headers 02_temperature`" in found.stdout
 
     nb = nbformat.read(folder / "02_temperature.ipynb", as_version=4)  # the title, written once
     nb.cells[0].metadata["lmpolicy"]["exercises"]["nb02_min_p"] = "the min-p filter, `min_p_filter`"
     nbformat.write(nb, folder / "02_temperature.ipynb")
-    subprocess.run([sys.executable, "-m", "lmpolicy.catalogue", "write-headers", "--folder", str(folder),
+    subprocess.run([sys.executable, "-m", "lmpolicy.notebook.catalogue", "write-headers", "--folder", str(folder),
                     "02_temperature"], check=True, capture_output=True, timeout=60)
     assert check(folder, "02_temperature").returncode == 0
     tests = next(c for c in nbformat.read(folder / "02_temperature.ipynb", as_version=4).cells
@@ -121,10 +121,10 @@ def test_an_exercise_named_for_another_notebook_is_named_as_such(tmp_path):
 
 
 def test_a_check_cells_heading_is_replaced_not_stacked_and_its_code_kept():
-    old = "# Checks of Exercise 11.1(a): run this cell (click ••• to see the code)\nfrom lmpolicy import checks\n"
+    old = "# Checks of Exercise 11.1(a): run this cell (click ••• to see the code)\nfrom lmpolicy.notebook import checks\n"
     assert catalogue.with_check_heading(old, "ex11_1a") == (
         "# Checks of Exercise 11.1(a): run with Shift+Enter from your answer (a click opens the code)\n"
-        "from lmpolicy import checks\n")
+        "from lmpolicy.notebook import checks\n")
     assert catalogue.with_check_heading(catalogue.with_check_heading(old, "ex11_1a"), "ex11_1a") == \
         catalogue.with_check_heading(old, "ex11_1a")
 
@@ -133,6 +133,6 @@ def test_pytest_k_selects_a_notebook_and_its_exercises():
     nb = nbformat.read(SOURCE / "02_temperature.ipynb", as_version=4)
     keys = list(dict.fromkeys(c.metadata["nbgrader"]["grade_id"].split("__")[0] for c in nb.cells
                               if c.metadata.get("nbgrader", {}).get("grade")))
-    printed = subprocess.run([sys.executable, "-m", "lmpolicy.catalogue", "pytest-k", "02_temperature"],
+    printed = subprocess.run([sys.executable, "-m", "lmpolicy.notebook.catalogue", "pytest-k", "02_temperature"],
                              capture_output=True, text=True, check=True, timeout=60).stdout.strip()
     assert printed.split(" or ")[0] == "02_temperature" and sorted(printed.split(" or ")[1:]) == sorted(keys)
