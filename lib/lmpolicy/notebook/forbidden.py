@@ -60,14 +60,8 @@ SOFTMAX_NAMES = r"(?i).*soft_?m(ax|in).*|(OneHot)?Categorical"
 
 _VARIANT = Shortcuts(library=(ANSWER_KEY,))
 
+# The notebooks not yet given a module of lmpolicy.exercises; each module declares its own exercises.
 FORBIDDEN: dict[str, Shortcuts] = {
-    # 01
-    "nb01_softmax": Shortcuts(  # power_distribution: given exp(z), it normalises it, which is the softmax
-        library=(f"{TEMPERATURE}:softmax", f"{TEMPERATURE}:log_softmax", f"{TEMPERATURE}:power_distribution"),
-        torch=("torch.softmax", "torch.log_softmax", "torch.nn.functional.softmax", "torch.nn.functional.log_softmax",
-               "torch.Tensor.softmax", "torch.Tensor.log_softmax"),
-        pattern=SOFTMAX_NAMES),
-    "ex11_1a": Shortcuts(library=(f"{LOGPROBS}:sequence_logprob", f"{LOGPROBS}:response_logprobs", ANSWER_KEY)),
     # 02
     "task2": Shortcuts(library=(f"{GENERATE}:sample_next_token", f"{GENERATE}:generate")),
     "nb02_top_k": Shortcuts(library=(f"{GENERATE}:sample_next_token", f"{GENERATE}:generate")),
@@ -106,29 +100,9 @@ FORBIDDEN: dict[str, Shortcuts] = {
 
 
 def of(exercise_key: str) -> Shortcuts:
-    """``exercise_key``'s shortcuts (none declared: none)."""
+    """``exercise_key``'s shortcuts in the table of the notebooks not yet given a module of
+    ``lmpolicy.exercises`` (none declared: none)."""
     return FORBIDDEN.get(exercise_key, Shortcuts())
-
-
-def library_functions(exercise_keys) -> dict[str, list[str]]:
-    """``"module:qualname"`` -> the exercise keys (of ``exercise_keys``) it answers, functions only (not the
-    ``parts``)."""
-    found: dict[str, list[str]] = {}
-    for key in exercise_keys:
-        for name in of(key).library:
-            if ":" in name:
-                found.setdefault(name, []).append(key)
-    return found
-
-
-def library_modules() -> dict[str, list[str]]:
-    """Whole modules declared (the answer key) -> the exercise keys they answer, over every exercise."""
-    found: dict[str, list[str]] = {}
-    for key, shortcuts in FORBIDDEN.items():
-        for name in shortcuts.library:
-            if ":" not in name:
-                found.setdefault(name, []).append(key)
-    return found
 
 
 def _library_object(name: str):
@@ -155,54 +129,58 @@ def _torch_object(path: str):
     raise ImportError(f"forbidden: {path} names nothing importable")
 
 
-def callables(exercise_key: str) -> tuple:
-    """The declared library functions and torch callables of ``exercise_key``, as objects (for
-    ``checks.no_library_shortcut``). A whole module is not a callable: it is left out of grading kernels."""
-    shortcuts = of(exercise_key)
-    return (*(_library_object(name) for name in (*shortcuts.library, *shortcuts.parts) if ":" in name),
-            *(_torch_object(path) for path in shortcuts.torch))
+def callables(declared: Shortcuts) -> tuple:
+    """The declared library functions and torch callables, as objects (for ``checks.no_library_shortcut``).
+    A whole module is not a callable: it is left out of grading kernels."""
+    return (*(_library_object(name) for name in (*declared.library, *declared.parts) if ":" in name),
+            *(_torch_object(path) for path in declared.torch))
 
 
-def names(exercise_key: str) -> set:
-    """What the trusted no-credit rule matches in the submission's source for ``exercise_key``: the leaf
-    name of every declared function (strings) and the declared pattern (a compiled ``re.Pattern``)."""
-    shortcuts = of(exercise_key)
-    found: set = {name.rsplit(":", 1)[-1].rsplit(".", 1)[-1] for name in (*shortcuts.library, *shortcuts.parts)}
-    found |= {name.rsplit(".", 1)[-1] for name in shortcuts.torch}
-    if shortcuts.pattern:
-        found.add(re.compile(shortcuts.pattern))
+def names(declared: Shortcuts) -> set:
+    """What the trusted no-credit rule matches in the submission's source: the leaf name of every declared
+    function (strings) and the declared pattern (a compiled ``re.Pattern``)."""
+    found: set = {name.rsplit(":", 1)[-1].rsplit(".", 1)[-1] for name in (*declared.library, *declared.parts)}
+    found |= {name.rsplit(".", 1)[-1] for name in declared.torch}
+    if declared.pattern:
+        found.add(re.compile(declared.pattern))
     return found
 
 
-def matches(exercise_key: str, name: str) -> bool:
-    """Whether ``name`` (a leaf name) is one of ``exercise_key``'s shortcuts, by name or by pattern."""
+def matches(declared: Shortcuts, name: str) -> bool:
+    """Whether ``name`` (a leaf name) is one of the declared shortcuts, by name or by pattern."""
     return any(name == entry if isinstance(entry, str) else bool(entry.fullmatch(name))
-               for entry in names(exercise_key))
+               for entry in names(declared))
 
 
-_ACTIVE: list[str] = []  # the exercise keys whose ``shortcuts`` is active now, innermost last
+_ACTIVE: list[Shortcuts] = []  # the shortcuts active now, innermost last
 
 
 @contextlib.contextmanager
-def shortcuts(exercise_key: str):
-    """While active, ``exercise_key``'s declared shortcuts earn nothing: its library functions and torch's
-    public ones raise LibraryShortcutUsed in this process (``checks.no_library_shortcut``), and the trusted
-    rule refuses a submission whose source reaches any of its names or pattern (``active_names``)."""
-    if exercise_key not in FORBIDDEN:
-        raise KeyError(f"forbidden: no shortcuts are declared for {exercise_key!r}")
+def blocking(exercise_key: str, declared: Shortcuts):
+    """While active, ``declared`` earns nothing: its library functions and torch's public ones raise
+    LibraryShortcutUsed in this process (``checks.no_library_shortcut``), and the trusted rule refuses a
+    submission whose source reaches any of its names or pattern (``active_names``). ``exercise_key`` names the
+    exercise in what a refusal says."""
     from lmpolicy.notebook import checks
 
-    _ACTIVE.append(exercise_key)
+    _ACTIVE.append(declared)
     try:
-        with checks.no_library_shortcut(*callables(exercise_key)):
+        with checks.no_library_shortcut(*callables(declared)):
             yield
     finally:
         _ACTIVE.pop()
 
 
+def shortcuts(exercise_key: str):
+    """``blocking`` for an exercise of the table (a notebook not yet given a module of ``lmpolicy.exercises``)."""
+    if exercise_key not in FORBIDDEN:
+        raise KeyError(f"forbidden: no shortcuts are declared for {exercise_key!r}")
+    return blocking(exercise_key, FORBIDDEN[exercise_key])
+
+
 def active_names() -> set:
-    """The names and patterns of every exercise whose ``shortcuts`` is active now (empty when none is)."""
-    return set().union(*(names(key) for key in _ACTIVE))
+    """The names and patterns of every declaration active now (empty when none is)."""
+    return set().union(*(names(declared) for declared in _ACTIVE))
 
 
 def _outside_names(sources) -> set[str]:

@@ -16,9 +16,9 @@ For each notebook the copy holds an allowlist derived from the notebook itself (
 
 Every other module of the library is absent: its file in the view is one line that raises ImportError
 "<module> is not available while grading: <why>". Within the modules kept, every library function that
-``lmpolicy.notebook.forbidden`` declares as a shortcut of one of the notebook's exercises has its body replaced by a
+``lmpolicy.exercises`` declares as a shortcut of one of the notebook's exercises has its body replaced by a
 raise of ``LibraryShortcutUsed`` ("not available while grading: ... asks you to write it yourself"), its
-signature and docstring kept; and a module that ``lmpolicy.notebook.forbidden`` declares whole (the per-student
+signature and docstring kept; and a module that ``lmpolicy.exercises`` declares whole (the per-student
 answer key, ``lmpolicy.per_student.variant_answers``) is in no view, whatever imports it: the grading kernel takes the
 student's parameters from the grader (``students.kernel_environments``). The real bodies are in no file
 the kernel can read, so neither a computed name, nor a copy of a code object, nor ``inspect.getsource``
@@ -45,7 +45,8 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
-from lmpolicy.notebook import catalogue, forbidden
+from lmpolicy.exercises import registry
+from lmpolicy.notebook import catalogue
 from lmpolicy.notebook.catalogue import label
 
 STRICTEST = "_strictest"  # the view of a kernel whose notebook is not known yet: lmpolicy.notebook.checks and its imports
@@ -134,14 +135,14 @@ def _with_packages(names: set[str], modules: dict[str, Path]) -> set[str]:
 
 def needed_modules(folder: Path, notebook: str | None) -> set[str]:
     """The modules of ``notebook``'s view: what its given cells import (and ``ALWAYS``), closed over the
-    module-level imports of the library, without a module declared whole in ``lmpolicy.notebook.forbidden``."""
+    module-level imports of the library, without a module declared whole in ``lmpolicy.exercises``."""
     modules = _modules(folder)
     wanted = set(ALWAYS)
     path = None if notebook is None else catalogue.source_folder() / f"{notebook}.ipynb"
     if path is not None and path.is_file():
         for source in given_sources(catalogue.read_notebook(path)):
             wanted |= _imports(_parse_cell(source), module_level_only=False)
-    excluded = set(forbidden.library_modules())
+    excluded = set(registry.library_modules())
     todo, kept = sorted(_with_packages(wanted, modules) - excluded), set()
     while todo:
         name = todo.pop()
@@ -164,7 +165,7 @@ def notebook_exercises(notebook: str | None) -> list[str]:
 def unavailable(notebook: str | None) -> dict[str, list[str]]:
     """``module:qualname`` -> the exercise keys it answers, of the declared functions of ``notebook``'s
     exercises (they are blanked where their module is kept, absent with it otherwise)."""
-    return forbidden.library_functions(notebook_exercises(notebook))
+    return registry.library_functions(notebook_exercises(notebook))
 
 
 def source_hash(folder: Path | None = None) -> str:
@@ -198,13 +199,13 @@ def _blank(source: str, module: str, functions: dict[str, list[str]], filename: 
                 node.body = docstring + raising
     visit(tree.body, "")
     if left:
-        raise ValueError(f"library_view: {module} has no function {sorted(left)} (lmpolicy.notebook.forbidden names it)")
+        raise ValueError(f"library_view: {module} has no function {sorted(left)} (lmpolicy.exercises names it)")
     return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
 def _absent(module: str, notebook: str | None) -> str:
     """The file of a module the view lacks: importing it says so, and why."""
-    answers = forbidden.library_modules().get(module)
+    answers = registry.library_modules().get(module)
     if answers:
         why = WHY_ANSWER_KEY.format(exercises=", ".join(dict.fromkeys(label(k) for k in answers)))
     elif notebook is not None and notebook_exercises(notebook):
@@ -225,7 +226,7 @@ def build(folder: Path, notebook: str | None, into: Path) -> Path:
     modules = _modules(folder)
     for module in by_module:
         if module not in modules:
-            raise ValueError(f"library_view: no module {module} in {folder} (lmpolicy.notebook.forbidden names it)")
+            raise ValueError(f"library_view: no module {module} in {folder} (lmpolicy.exercises names it)")
     view = into / "lmpolicy"
     for path in _files(folder):
         target = view / path.relative_to(folder)

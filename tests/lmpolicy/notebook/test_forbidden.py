@@ -1,4 +1,5 @@
-"""lmpolicy.notebook.forbidden: each exercise's shortcuts, declared once, and what reads them."""
+"""lmpolicy.notebook.forbidden: the shortcuts an exercise declares (lmpolicy.exercises), blocked while it is checked,
+and what reads them."""
 from __future__ import annotations
 
 import textwrap
@@ -6,6 +7,7 @@ import textwrap
 import pytest
 import torch
 
+from lmpolicy.exercises import nb01, registry
 from lmpolicy.notebook import checks, forbidden
 from lmpolicy_grader.trusted_tests import no_credit
 
@@ -21,11 +23,11 @@ PRIVATE_SOFTMAXES = {
 @pytest.mark.parametrize("how", sorted(PRIVATE_SOFTMAXES))
 def test_a_private_torch_softmax_gets_no_credit_by_the_declared_pattern(how):
     sources = ["import torch\n", PRIVATE_SOFTMAXES[how]]
-    with forbidden.shortcuts("nb01_softmax"):
+    with nb01.SOFTMAX.blocked():
         names = forbidden.rule_names(sources) | {no_credit.leaf(fn) for fn in checks.active_blocks()}
         reason = no_credit.library_shortcut(sources, "softmax", names)
     assert reason is not None and "gets no credit" in reason, reason
-    with forbidden.shortcuts("nb01_softmax"):  # the declared pattern alone, as the rule matches it
+    with nb01.SOFTMAX.blocked():  # the declared pattern alone, as the rule matches it
         assert no_credit.library_shortcut(sources, "softmax", forbidden.active_names()) is not None
     if how != "torch.special.softmax":  # its leaf is softmax itself: the names alone refused it already
         # the names alone, as the channel passed them before (the leaves of the blocked functions), let it through
@@ -59,14 +61,14 @@ HONEST_SOFTMAXES = {
 @pytest.mark.parametrize("how", sorted(HONEST_SOFTMAXES))
 def test_an_honest_softmax_keeps_its_credit(how):
     sources = ["import torch\n", textwrap.dedent(HONEST_SOFTMAXES[how])]
-    with forbidden.shortcuts("nb01_softmax"):
+    with nb01.SOFTMAX.blocked():
         assert no_credit.library_shortcut(sources, "softmax", forbidden.rule_names(sources)) is None
 
 
 def test_shortcuts_block_the_declared_functions_only_while_active():
     from lmpolicy.exact import temperature
 
-    with forbidden.shortcuts("nb01_softmax"):
+    with nb01.SOFTMAX.blocked():
         with pytest.raises(checks.LibraryShortcutUsed):
             temperature.softmax([1.0, 2.0])
         with pytest.raises(checks.LibraryShortcutUsed):
@@ -74,13 +76,12 @@ def test_shortcuts_block_the_declared_functions_only_while_active():
         assert forbidden.active_names() >= {"softmax", "log_softmax"}
     assert forbidden.active_names() == set()
     assert temperature.softmax([0.0, 0.0]).tolist() == [0.5, 0.5]
-    with pytest.raises(KeyError):
-        with forbidden.shortcuts("not_an_exercise"):
-            pass
+    with pytest.raises(KeyError, match="not_an_exercise"):
+        registry.exercise("not_an_exercise")
 
 
 def test_the_answer_key_is_declared_whole_for_every_varying_exercise():
     from lmpolicy.per_student import variants
 
-    assert set(forbidden.library_modules()) == {forbidden.ANSWER_KEY}
-    assert set(forbidden.library_modules()[forbidden.ANSWER_KEY]) == set(variants.VARYING)
+    assert set(registry.library_modules()) == {forbidden.ANSWER_KEY}
+    assert set(registry.library_modules()[forbidden.ANSWER_KEY]) == set(variants.VARYING)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from lmpolicy.exercises import registry
 from lmpolicy.notebook import catalogue, forbidden
 from lmpolicy_grader.isolation import library_view, sandbox
 
@@ -43,9 +44,9 @@ def _body_lines(function: str) -> list[str]:
 def test_every_declared_shortcut_is_an_exercise_of_a_notebook_and_a_real_library_function():
     keys = {e.key for path in catalogue.source_folder().glob("*.ipynb")
             for e in catalogue.notebook_exercises(path.stem, catalogue.read_notebook(path))}
-    assert set(forbidden.FORBIDDEN) <= keys, set(forbidden.FORBIDDEN) - keys
-    for key in forbidden.FORBIDDEN:
-        assert all(callable(fn) for fn in forbidden.callables(key)), key
+    assert set(registry.exercises()) <= keys, set(registry.exercises()) - keys
+    for key, exercise in registry.exercises().items():
+        assert all(callable(fn) for fn in forbidden.callables(exercise.shortcuts)), key
 
 
 def test_each_notebooks_view_holds_exactly_the_modules_its_given_cells_import_and_theirs():
@@ -161,9 +162,9 @@ def test_installing_a_view_over_another_changes_only_the_files_that_differ(tmp_p
     strictest, notebook = library_view.view(None), library_view.view("02_temperature")
     target = tmp_path / "library"
     library_view.install(strictest, target)
-    checks_inode = (target / "checks.py").stat().st_ino
+    checks_inode = (target / "notebook" / "checks.py").stat().st_ino
     library_view.install(notebook, target)
-    assert (target / "checks.py").stat().st_ino == checks_inode  # imported before the notebook came: untouched
+    assert (target / "notebook" / "checks.py").stat().st_ino == checks_inode  # imported before the notebook came: untouched
     assert os.path.samefile(target / "exact" / "temperature.py", notebook / "exact" / "temperature.py")
     assert "def softmax" in (target / "exact" / "temperature.py").read_text()  # 02 uses it; not an exercise of 02
     assert "raise ImportError" in (target / "tinylm" / "generate.py").read_text()  # 02's cells do not use it

@@ -1,0 +1,59 @@
+"""One graded exercise, declared once, and what its checks do with the student's answer.
+
+A notebook's module (``lmpolicy.exercises.nb01``) declares each of its exercises as an ``Exercise``: its key (the
+grade ids' prefix), its visible checks, and the shortcuts that earn it nothing. A check cell reads
+``nb01.SOFTMAX.check(softmax)``; the grader's hidden test of the same exercise calls the student's function through
+``SOFTMAX.call``, so the two never disagree on what is blocked.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lmpolicy.notebook import checks, forbidden
+from lmpolicy.notebook.forbidden import Shortcuts
+from lmpolicy.per_student import variants
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """``key``: the exercise's key (``nb01_softmax``, ``ex11_1a``, ``task2``); ``visible``: its visible checks,
+    called as ``visible(exercise, *answers)`` with the student's names in the order the check cell passes them;
+    ``forbids``: the library functions, torch names and name pattern that compute its quantity (a varying
+    exercise forbids its answer key as well, see ``shortcuts``); ``part``: for an exercise checked in more than
+    one cell (Lab Task 4), which cell's checks these are, each part declared with the same ``forbids``."""
+
+    key: str
+    visible: Callable[..., None] = field(repr=False)
+    forbids: Shortcuts = Shortcuts()
+    part: str | None = None
+
+    @property
+    def varies(self) -> bool:
+        """Whether every student gets their own numbers (``lmpolicy.per_student.variants`` holds how)."""
+        return self.key in variants.VARYING
+
+    @property
+    def shortcuts(self) -> Shortcuts:
+        """What earns nothing while this exercise is checked: ``forbids``, and for a varying exercise the
+        per-student answer key."""
+        if not self.varies or forbidden.ANSWER_KEY in self.forbids.library:
+            return self.forbids
+        return Shortcuts(library=(*self.forbids.library, forbidden.ANSWER_KEY), torch=self.forbids.torch,
+                         pattern=self.forbids.pattern, parts=self.forbids.parts)
+
+    def check(self, *answers) -> None:
+        """The visible checks on the student's ``answers``; when they all pass, say so and record it."""
+        self.visible(self, *answers)
+        checks.done(self.key)
+
+    def call(self, fn, *args, **kwargs):
+        """The student's ``fn`` called as ``checks.call_student`` calls it, with this exercise's shortcuts
+        blocked."""
+        with forbidden.blocking(self.key, self.shortcuts):
+            return checks.call_student(fn, *args, **kwargs)
+
+    def blocked(self):
+        """A context in which this exercise's shortcuts earn nothing (for checks that call the student's code
+        in ways ``call`` does not cover)."""
+        return forbidden.blocking(self.key, self.shortcuts)
