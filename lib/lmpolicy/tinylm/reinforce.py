@@ -366,16 +366,18 @@ def train(
         model.train()
         token_logp = shared_prompt_logprobs(model, batch.ids, r.temperature)
 
-        # 4. advantages (RFT: weight 1 on every kept answer)
-        if r.method == "rft":
-            advantages = torch.ones(len(s))
-        else:
+        # 4. the reference's log-probs, where a KL needs them (in the reward, or as a loss term), and the
+        # advantages (RFT: weight 1 on every kept answer)
+        if r.method != "rft" or kl_loss_term is not None:
             # The leash is to the reference at the same temperature: the starting policy as it was sampled.
             # Then the KL is 0 at the start and measures only what training changed; against the reference
             # at T = 1 the penalty would be nonzero before any update and would pull the policy back toward
             # untempered sampling, undoing the temperature rather than restraining the learning.
             with torch.no_grad():
                 ref_logp = shared_prompt_logprobs(reference, batch.ids, r.temperature)
+        if r.method == "rft":
+            advantages = torch.ones(len(s))
+        else:
             advantages = reinforce_advantages(rewards[keep], token_logp[s], ref_logp[s], batch.mask[s], r,
                                               kl_penalized_rewards=kl_penalized_rewards,
                                               leave_one_out_baseline=leave_one_out_baseline)

@@ -256,6 +256,26 @@ def test_rejection_sampling_and_sft_runs_improve_too():
         assert h.sampled[-1] > h.sampled[0], h.label
 
 
+@pytest.mark.slow
+@needs_checkpoint
+def test_a_rejection_sampling_run_with_a_kl_loss_term_trains_and_feels_the_term():
+    """RFT computes no advantages from the reference, but a KL loss term needs its log-probs all the same."""
+
+    from lmpolicy.tinylm import kl_placement
+
+    recipe = dataclasses.replace(reinforce.Recipe(), method="rft", beta=0.5, threads=1, max_updates=2,
+                                 prompts_per_update=64, eval_every_updates=1000, stop_at_target=False)
+    calls = []
+
+    def counted_k3(token_logp, ref_token_logp, mask, weights):
+        calls.append(ref_token_logp.shape)
+        return kl_placement.kl_loss_term(token_logp, ref_token_logp, mask, weights, "k3")
+
+    result = reinforce.train(recipe, load_pretrained(), progress=False, kl_loss_term=counted_k3)
+    assert calls and all(len(shape) == 2 for shape in calls)
+    assert len(result.history.train_reward) == 2
+
+
 # --- PromptPicker ----------------------------------------------------------------------------------------
 
 def picker(n_prompts, seed=0, prioritize=True):
