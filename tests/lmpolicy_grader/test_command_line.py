@@ -35,20 +35,20 @@ def test_a_boolean_flag_takes_no_value(argv, capsys):
 def test_install_kernel_writes_the_course_limits(tmp_path, repo_root):
     """From the repository's config: the documented 3 GiB and 600 CPU seconds; from a course config
     that sets its own, those: the command reads the limits, it does not repeat them."""
-    def install(course):
+    def install(course, prefix):  # each install its own prefix, whatever the checkout's folder is called
         done = subprocess.run([sys.executable, "-m", "lmpolicy_grader", "--course", str(course), "install-kernel",
-                               "--prefix", str(tmp_path / course.name)], capture_output=True, text=True, timeout=120)
+                               "--prefix", str(tmp_path / prefix)], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-        return json.loads((tmp_path / course.name / "lmpolicy-grader" / "kernel.json").read_text())["argv"]
+        return json.loads((tmp_path / prefix / "lmpolicy-grader" / "kernel.json").read_text())["argv"]
 
-    argv = install(repo_root)
+    argv = install(repo_root, "from-the-repository")
     assert f"--as={3 * 1024**3}" in argv and "--cpu=600" in argv
     course = tmp_path / "course"
     course.mkdir()
     shutil.copy(repo_root / "nbgrader_config.py", course / "nbgrader_config.py")
     with open(course / "nbgrader_config.py", "a") as config:
         config.write("c.GradingKernelManager.cpu_seconds = 42\n")
-    assert "--cpu=42" in install(course)
+    assert "--cpu=42" in install(course, "from-a-course")
 
 
 def test_a_folder_without_a_course_is_refused(tmp_path):
