@@ -101,15 +101,17 @@ test-corpus: $(EVERYTHING)
 release: $(STUDENT_VENV)
 	cd $(CURDIR) && $(BIN)/nbgrader generate_assignment ch11 --force --log-level=WARN
 
-# One notebook checked after a change (docs/instructors.md, "Adding an exercise"): its facts, then its release,
-# structure, validation, execution in both modes, typical wrong answers and grading (the ch11 corpus).
+# One notebook checked after a change (docs/instructors.md, "Adding an exercise"): first what its exercises lack,
+# one line each (lmpolicy_grader.completeness), then its release, structure, validation, execution in both modes,
+# every typical wrong answer, and the notebook alone graded by the real grader (the ch11 corpus, every round).
 NB ?=
 check-notebook: $(EVERYTHING)
 	@test -n "$(NB)" || { echo "usage: make check-notebook NB=02_temperature"; exit 2; }
-	$(BIN)/python -m lmpolicy.notebook.catalogue check $(NB)
+	$(BIN)/python -m lmpolicy_grader.completeness $(NB)
 	$(MAKE) --no-print-directory release
-	LMPOLICY_WHOLE_CORPUS=1 $(BIN)/python -m pytest -q -n 2 --dist loadgroup tests/notebooks tests/lmpolicy_grader/scenarios/test_ch11_corpus.py \
-	    -k "$$($(BIN)/python -m lmpolicy.notebook.catalogue pytest-k $(NB))"
+	LMPOLICY_WHOLE_CORPUS=1 LMPOLICY_CORPUS_NOTEBOOKS=$(NB) $(BIN)/python -m pytest -q -n 2 --dist loadgroup \
+	    tests/notebooks tests/lmpolicy_grader/scenarios/test_ch11_corpus.py \
+	    -k "test_ch11_corpus or $$($(BIN)/python -m lmpolicy.notebook.catalogue pytest-k $(NB))"
 
 grade: $(STUDENT_VENV) $(GRADER)
 	$(BIN)/python -m lmpolicy_grader grade

@@ -4,12 +4,14 @@ An exercise is complete when the notebook's cells state its facts (``lmpolicy.no
 module of ``lmpolicy.exercises`` declares it, its check cell is a heading and one call of that declaration
 (and, hidden, one call of the grader's ``lmpolicy_grader.hidden_tests`` module), the corpus holds its typical
 wrong answers (an autograded exercise: at least one pitfall) or its example written answers (a written one),
-and a per-student exercise has its parameters cell. ``python -m lmpolicy_grader check-notebook NB`` prints them.
+and a per-student exercise has its parameters cell. ``python -m lmpolicy_grader.completeness NB ...`` prints them
+(``make check-notebook NB=...`` first, before the notebook's tests and its grading).
 """
 from __future__ import annotations
 
 import ast
 import importlib
+import sys
 from pathlib import Path
 
 import nbformat
@@ -137,3 +139,21 @@ def problems(notebook: str, folder: Path | None = None) -> list[str]:
                                                   f"has a `{key}__{PARAMETERS}` cell but no family in "
                                                   "lmpolicy.per_student.variants"))
     return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    notebooks = sys.argv[1:] if argv is None else argv
+    if not notebooks:
+        print("usage: python -m lmpolicy_grader.completeness 02_temperature [...]", file=sys.stderr)
+        return 2
+    found = [line for notebook in notebooks for line in problems(notebook)]
+    for line in found:
+        print(line)
+    if not found:
+        print(f"{', '.join(notebooks)}: every exercise is complete (declared, checked in one call, hidden tests, "
+              "typical wrong answers or example written answers)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -67,6 +67,8 @@ def committed_notebooks(repo_root):
 # tests/notebooks/test_wrong_answers.py runs every one of them against its tests; LMPOLICY_WHOLE_CORPUS=1
 # (`make check-notebook`, `make test-corpus`) grades every round.
 WHOLE_CORPUS = os.environ.get("LMPOLICY_WHOLE_CORPUS") == "1"
+# `make check-notebook NB=02_temperature` grades that notebook alone (LMPOLICY_CORPUS_NOTEBOOKS, comma-separated).
+CORPUS_NOTEBOOKS = {name for name in os.environ.get("LMPOLICY_CORPUS_NOTEBOOKS", "").split(",") if name}
 
 
 @pytest.fixture(scope="session")
@@ -79,23 +81,26 @@ def ch11_class(tmp_path_factory, repo_root):
     root = tmp_path_factory.mktemp("ch11-course")
     (root / "source" / "ch11").mkdir(parents=True)
     for notebook in committed_notebooks(repo_root):
-        shutil.copy(notebook, root / "source" / "ch11" / notebook.name)
+        if not CORPUS_NOTEBOOKS or notebook.stem in CORPUS_NOTEBOOKS:
+            shutil.copy(notebook, root / "source" / "ch11" / notebook.name)
     shutil.copy(repo_root / "nbgrader_config.py", root / "nbgrader_config.py")
     release(root)
     students = place_examples(root, rounds=None if WHOLE_CORPUS else 1)
-    if not (root / "source" / "ch11" / "07_logprob_plumbing.ipynb").exists():
-        return root, students, grade_class(root, workers=2, log=lambda _: None)
-    hostile = nbformat.read(root / "source" / "ch11" / "07_logprob_plumbing.ipynb", as_version=4)
-    for grade_id, source in CH11_HOSTILE_ANSWERS.items():
-        tiny_course.replace_answer(hostile, grade_id, source)
-    folder = root / "submitted" / CH11_HOSTILE_STUDENT / "ch11"
-    folder.mkdir(parents=True)
-    nbformat.write(hostile, folder / "07_logprob_plumbing.ipynb")
-    edited = nbformat.read(root / "source" / "ch11" / "01_policy_softmax.ipynb", as_version=4)
-    setup = next(c for c in edited.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("__setup"))
-    setup.source = CH11_EDITED_SETUP_SOURCE
-    folder = root / "submitted" / CH11_EDITED_SETUP_STUDENT / "ch11"
-    folder.mkdir(parents=True)
-    nbformat.write(edited, folder / "01_policy_softmax.ipynb")
-    outcomes = grade_class(root, workers=2, log=lambda _: None)
-    return root, students + [CH11_HOSTILE_STUDENT, CH11_EDITED_SETUP_STUDENT], outcomes
+    source = root / "source" / "ch11"
+    if (source / "07_logprob_plumbing.ipynb").exists():
+        hostile = nbformat.read(source / "07_logprob_plumbing.ipynb", as_version=4)
+        for grade_id, answer in CH11_HOSTILE_ANSWERS.items():
+            tiny_course.replace_answer(hostile, grade_id, answer)
+        folder = root / "submitted" / CH11_HOSTILE_STUDENT / "ch11"
+        folder.mkdir(parents=True)
+        nbformat.write(hostile, folder / "07_logprob_plumbing.ipynb")
+        students.append(CH11_HOSTILE_STUDENT)
+    if (source / "01_policy_softmax.ipynb").exists():
+        edited = nbformat.read(source / "01_policy_softmax.ipynb", as_version=4)
+        setup = next(c for c in edited.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("__setup"))
+        setup.source = CH11_EDITED_SETUP_SOURCE
+        folder = root / "submitted" / CH11_EDITED_SETUP_STUDENT / "ch11"
+        folder.mkdir(parents=True)
+        nbformat.write(edited, folder / "01_policy_softmax.ipynb")
+        students.append(CH11_EDITED_SETUP_STUDENT)
+    return root, students, grade_class(root, workers=2, log=lambda _: None)
