@@ -1,4 +1,4 @@
-"""The grader's side of the code rule (``lmpolicy.notebook.code_rule``, whose own tests are tests/lmpolicy/test_code_rule.py):
+"""The grader's side of the code rule (``lmpolicy.notebook.code_rule``, whose own tests are tests/lmpolicy/notebook/test_code_rule.py):
 the trusted kernel judges each test with that one module, the rule replaces the blocklist read of the source for
 the cases of issue 34, the reach analysis (``no_credit``) still refuses what plain code reaches, and every typical
 wrong answer of the grader's corpus passes the rule or is the library imported.
