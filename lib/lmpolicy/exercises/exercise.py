@@ -53,6 +53,16 @@ class Exercise:
         with forbidden.blocking(self.key, self.shortcuts):
             return checks.call_student(fn, *args, **kwargs)
 
+    def call_hinting(self, hint: str, fn, *args, **kwargs):
+        """``call``; when the student's code raises, the failure carries ``hint`` (what usually makes it raise).
+        The stub's "not written yet" stays as it is: it needs no hint."""
+        try:
+            return self.call(fn, *args, **kwargs)
+        except checks.StudentCodeRaised as error:
+            if error.__cause__ is None:
+                raise
+            raise checks.StudentCodeRaised(error.problem, hint) from error.__cause__
+
     def blocked(self):
         """A context in which this exercise's shortcuts earn nothing (for checks that call the student's code
         in ways ``call`` does not cover)."""
