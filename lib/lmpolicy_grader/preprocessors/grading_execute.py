@@ -10,9 +10,10 @@ values only through the channel. Nothing the submission does in its own kernel (
 transformers, tracers, rebinding numpy, torch, builtins or the check helpers, fake output) is then
 in the tests' process.
 
-Both kernels are taken from ``kernels.spares`` when one fits, and the next notebook's are started
-once this one's grading kernel is ready. The limits are the defaults of the traits below;
-nbgrader_config.py sets only what differs per notebook.
+Both kernels come from the notebook's ``kernels.notebook_kernels.NotebookKernels`` (the spares started for
+it when they fit), and the next notebook's are started once this one's grading kernel is ready. nbclient
+runs the grading kernel it is handed as ``preprocess``'s ``km``. The limits are the defaults of the traits
+below; nbgrader_config.py sets only what differs per notebook.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
-from traitlets import Bool, Dict, Enum, Int, Integer
+from traitlets import Bool, Dict, Int, Integer
 
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
@@ -30,13 +31,17 @@ from nbgrader.utils import setenv
 
 from lmpolicy_grader.cells import is_locked_setup, is_test
 from lmpolicy_grader.incidents import WHY_A_KERNEL_DIES, GradingFailed, Incident, note
-from lmpolicy_grader.kernels import remote_call, spares
+from lmpolicy_grader.kernels import remote_call
 from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
 from lmpolicy_grader.kernels.moving_in import TARGET as MOVING_IN
+from lmpolicy_grader.kernels.notebook_kernels import GRADING, NotebookKernels, start_spares
 from lmpolicy_grader.kernels.output_cap import OutputCap
 from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
 from lmpolicy_grader.students import kernel_environments, submission_digest
-from lmpolicy_grader.trusted_tests.runner import TrustedTestRunner, start_trusted_kernel
+from lmpolicy_grader.trusted_tests.runner import TrustedTestRunner
+
+# What jupyter_client raises when a kernel dies before it answers kernel_info (no cell has run in it yet).
+DIED_AT_START_UP = "before replying to kernel_info"
 
 
 class GradingExecute(OutputCap, Execute):
@@ -53,8 +58,6 @@ class GradingExecute(OutputCap, Execute):
     probe_timeout = Int(10, help="seconds a kernel may take to answer after a timeout interrupt").tag(config=True)
     spare_kernels = Bool(True, help="while a notebook is graded, start the kernels of the next one (kernels.spares), "
                                     "each used for one notebook only").tag(config=True)
-    # A grading kernel is thrown away after its notebook: killing it beats asking it to shut down.
-    shutdown_kernel = Enum(["graceful", "immediate"], default_value="immediate").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", GradingKernelManager)
@@ -62,43 +65,64 @@ class GradingExecute(OutputCap, Execute):
         TrustedKernelManager(config=self.config).start_zygote()
 
     def preprocess(self, nb, resources=None, km=None):
+        """Grade ``nb`` in the kernels of its ``NotebookKernels`` (``km`` is not used: they come from there)."""
         self.notebook_name = resources["nbgrader"]["notebook"]
         self.timeout = int(self.cell_timeouts.get(self.notebook_name, self.timeout))
         self._budget = self.notebook_budgets.get(self.notebook_name, self.default_budget)
         self._deadline = time.monotonic() + float(self._budget)
         self.reset_output_cap()
-        self._folder = Path(resources.get("metadata", {}).get("path") or os.getcwd())
-        self._spare = self._moving_in = self._grading_recipe = self._tests = None
+        folder = Path(resources.get("metadata", {}).get("path") or os.getcwd())
+        self._kernels = self._tests = None
         # the hidden inputs are drawn for this very submission: a changed one (a table of inputs it read) gets new ones
         self._student, trusted_student = kernel_environments(self.config, CourseDirectory(config=self.config).root,
                                                              resources["nbgrader"].get("student"),
-                                                             submission_digest(nb, self._folder))
+                                                             submission_digest(nb, folder))
         try:
-            self._tests = TrustedTestRunner(self.config, self.notebook_name, self.timeout, self.startup_timeout,
-                                            self.log, take_spares=self.spare_kernels, student=trusted_student)
-            self._tests.execute.max_output_bytes, self._tests.execute.notebook_name = self.max_output_bytes, self.notebook_name
-            self._tests.execute.max_notebook_output_bytes = self.max_notebook_output_bytes
-            self._grading_recipe = self._recipe(self.kernel_manager_class(config=self.config))
-            if self._grading_recipe is not None:
-                self._spare = spares.take("grading", self._grading_recipe)
-            if self._spare is not None and not self._spare.manager.can_take(self._folder):
-                self._spare.stop()
-                self._spare = None
-            return super().preprocess(nb, resources, km)
+            self._kernels = NotebookKernels(self.config, self.notebook_name, folder, self._grading_manager,
+                                            self._kernel_arguments(), self.spare_kernels)
+            self._tests = TrustedTestRunner(self.config, self._kernels, self.notebook_name, self.timeout,
+                                            self.startup_timeout, self.log, student=trusted_student,
+                                            output_caps=self._output_caps())
+            return self._preprocess_in_a_kernel_that_starts(nb, resources)
         except GradingFailed as failure:
             note(Incident.FAILED, self.notebook_name, str(failure))
             raise
         finally:
-            if self._tests is not None:
-                self._tests.stop()
-            if self._spare is not None:  # taken but never used (grading stopped before the kernel started)
-                self._spare.stop()
+            try:
+                if self._tests is not None:
+                    self._tests.stop()
+                if self.kc is not None:  # nbclient leaves the client of a kernel it was handed open
+                    self.kc.stop_channels()
+            finally:
+                if self._kernels is not None:
+                    self._kernels.stop()
 
-    def _recipe(self, km) -> tuple | None:
-        """What a spare grading kernel must have been started from to serve this notebook (None: no spares)."""
-        if not self.spare_kernels or not hasattr(km, "recipe"):
-            return None
-        return (*km.recipe(), *self._kernel_arguments())
+    def _preprocess_in_a_kernel_that_starts(self, nb, resources):
+        """nbclient's run of the notebook in the grading kernel. One that died before it answered kernel_info
+        (no cell of the submission has run yet: a start-up crash, e.g. on a machine short of memory) is
+        started again once, and a second death makes the notebook FAILED with that reason."""
+        try:
+            return super().preprocess(nb, resources, km=self._kernels.grading.manager)
+        except RuntimeError as error:
+            if DIED_AT_START_UP not in str(error):
+                raise
+        self.log.warning("the grading kernel of %s died at start-up; starting it again", self.notebook_name)
+        km = self._kernels.start_again(GRADING).manager
+        try:
+            return super().preprocess(nb, resources, km=km)
+        except RuntimeError as error:
+            if DIED_AT_START_UP not in str(error):
+                raise
+            said = km.error_output() if hasattr(km, "error_output") else ""
+            raise GradingFailed("kernel died", "the grading kernel died twice at start-up, before any cell "
+                                f"ran ({error})" + (f"; it said: {said}" if said else "")) from None
+
+    def _grading_manager(self):
+        return self.kernel_manager_class(config=self.config)
+
+    def _output_caps(self) -> dict:
+        """What the trusted runner's own Execute may keep of a cell's output: the grading kernel's caps."""
+        return {"max_output_bytes": self.max_output_bytes, "max_notebook_output_bytes": self.max_notebook_output_bytes}
 
     def _kernel_arguments(self) -> list[str]:
         """The arguments nbclient gives a kernel it starts (it adds the history file to ``extra_arguments``
@@ -111,66 +135,31 @@ class GradingExecute(OutputCap, Execute):
     def start_first_spares(self) -> None:
         """Start the kernels of this process's first notebook now, at the worker's start-up, as each notebook
         starts the next one's: the first notebook then waits for no kernel to import torch either."""
-        self.notebook_name = "the worker's start-up"  # what a warning names
-        with setenv(NBGRADER_EXECUTION="autograde"):  # as nbgrader's Autograde runs every notebook's kernels
-            self._grading_recipe = self._recipe(self.kernel_manager_class(config=self.config))
-            self._start_spares()
-
-    def _start_spares(self) -> None:
-        """Start the kernels of the next notebook (now that this one's grading kernel is ready). A spare
-        only saves the next notebook time: one that cannot start costs it that time, never this notebook."""
-        if self._grading_recipe is None:
+        if not self.spare_kernels:
             return
+        with setenv(NBGRADER_EXECUTION="autograde"):  # as nbgrader's Autograde runs every notebook's kernels
+            self._start_spares(lambda: start_spares(self.config, self._grading_manager, self._kernel_arguments()),
+                               "the worker's start-up")
 
-        def start_grading_kernel() -> spares.Kernel:
-            km = self.kernel_manager_class(config=self.config)
-            kernel = spares.Kernel(km, self._recipe(km))
-            with kernel.stopped_if_it_fails():
-                run_sync(km.start_for_a_later_notebook)(extra_arguments=self._kernel_arguments())
-            return kernel
+    def _start_spares(self, start, after: str) -> None:
+        """Start the kernels of the next notebook. A spare only saves the next notebook time: one that
+        cannot start costs it that time, never this notebook."""
         try:
-            spares.start_spare("grading", start_grading_kernel)  # first: it imports torch, the trusted one is forked
-            spares.start_spare("trusted", lambda: start_trusted_kernel(self.config))
+            start()
         except Exception as error:
             self.log.warning("the kernels of the notebook after %s could not be started ahead (%s: %s); "
-                             "it starts its own", self.notebook_name, type(error).__name__, error)
-
-    def create_kernel_manager(self):
-        spare, self._spare = self._spare, None
-        if spare is None:
-            self.km = self.kernel_manager_class(config=self.config)
-        else:  # started already: nbclient sees it has a kernel, only connects to it, and stops it after
-            self.km, self._moving_in = spare.manager, spare.manager.move_in
-        return self.km
+                             "it starts its own", after, type(error).__name__, error)
 
     async def async_start_new_kernel_client(self):
-        """The grading kernel's client. A spare kernel first takes its notebook folder's files. A kernel
-        that died before it answered kernel_info (no cell of the submission has run yet: a start-up
-        crash, e.g. on a machine short of memory) is started again once, and a second death makes the
-        notebook FAILED with that reason. The kernel then learns whose notebook it runs (``students``),
-        and the next notebook's spares start."""
-        move_in, self._moving_in = self._moving_in, None
-        arguments = await move_in(self._folder) if move_in is not None else None
-        try:
-            kc = await super().async_start_new_kernel_client()
-        except RuntimeError as error:
-            if "before replying to kernel_info" not in str(error):
-                raise
-            self.log.warning("the grading kernel of %s died at start-up; starting it again", self.notebook_name)
-            self.km, arguments = self.create_kernel_manager(), None
-            km = self.km  # nbclient lets go of it when its client fails
-            await self.async_start_new_kernel()
-            try:
-                kc = await super().async_start_new_kernel_client()
-            except RuntimeError as error:
-                said = km.error_output() if hasattr(km, "error_output") else ""
-                raise GradingFailed("kernel died", "the grading kernel died twice at start-up, before any cell "
-                                    f"ran ({error})" + (f"; it said: {said}" if said else "")) from None
+        """The grading kernel's client. A spare kernel first takes its notebook folder's files; the kernel
+        then learns whose notebook it runs (``students``), and the next notebook's spares start."""
+        arguments = await self._kernels.move_in()
+        kc = await super().async_start_new_kernel_client()
         if arguments is not None:
             await self._move_in(kc, "take_files", "take the notebook folder's files", **arguments)
         if self._student:
             await self._move_in(kc, "become_student", "take its student's variables", environment=self._student)
-        self._start_spares()
+        self._start_spares(self._kernels.start_next, self.notebook_name)
         return kc
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)  # nbclient's sync setup_kernel calls this
@@ -187,9 +176,9 @@ class GradingExecute(OutputCap, Execute):
         if cell.cell_type == "code" and time.monotonic() > self._deadline:
             raise GradingFailed("timeout", f"the notebook ran past its {self._budget} s budget (at {grade_id})")
         if is_test(cell):
-            self._tests.connect(self.km, self.nb)
+            self._tests.connect(self.nb)
             cell = self._tests.run_test(cell, index, grade_id)
-            if not run_sync(self.km.is_alive)():
+            if not self._kernels.grading.alive():
                 raise GradingFailed("kernel died", f"the kernel died while {grade_id} called into it "
                                     f"({WHY_A_KERNEL_DIES})")
             return cell, resources
@@ -204,7 +193,7 @@ class GradingExecute(OutputCap, Execute):
             note(Incident.CELL_TIMEOUT, self.notebook_name, f"{grade_id} ran past {self.timeout} s and was interrupted", grade_id)
             self._probe(grade_id)
         if is_locked_setup(cell):
-            self._tests.connect(self.km, self.nb)
+            self._tests.connect(self.nb)
             self._tests.run_setup(cell, index, grade_id)
         return cell, resources
 

@@ -2,7 +2,8 @@
 
 Loaded as an IPython extension when the grading kernel starts (before any submitted code runs),
 it registers the comm target ``lmpolicy_grader.calls``. The trusted test process opens one comm
-and sends requests, each a JSON header plus raw buffers in the form of ``channel.py``:
+and sends requests, each a JSON header in the form of ``kernels.comm_request`` plus raw buffers
+(``codec``):
 
 - ``hello``: an empty answer (the trusted side's subscription is in place once one arrives);
 - ``namespace``: the submission's names (skipping those the tests define themselves): a function
@@ -33,6 +34,7 @@ from collections import OrderedDict
 import torch
 
 from lmpolicy.notebook import checks  # imported before any submitted code runs, like everything here
+from lmpolicy_grader.kernels import comm_request
 from lmpolicy_grader.trusted_tests import codec as channel
 
 TARGET = "lmpolicy_grader.calls"
@@ -59,14 +61,12 @@ class CallServer:
         comm.on_msg(lambda msg: self.answer(comm, msg))
 
     def answer(self, comm, msg) -> None:
-        data = msg["content"].get("data") or {}
         encoder = channel.Encoder()
-        try:
-            reply = getattr(self, f"_op_{data.get('op')}")(data, channel.Decoder(msg.get("buffers") or []), encoder)
-        except BaseException as error:  # noqa: BLE001 - every failure becomes an answer
-            encoder = channel.Encoder()
-            reply = {"failed": f"{type(error).__name__}: {error}"[:500]}
-        comm.send({"id": data.get("id"), **reply}, buffers=encoder.buffers)
+
+        def run(data: dict) -> dict:
+            return getattr(self, f"_op_{data.get('op')}")(data, channel.Decoder(msg.get("buffers") or []), encoder)
+        reply = comm_request.answered(msg["content"].get("data") or {}, run)
+        comm.send(reply, buffers=[] if comm_request.FAILED in reply else encoder.buffers)
 
     # --- operations ------------------------------------------------------------------------------
 

@@ -1,5 +1,10 @@
 """The trusted kernel's connection to the submission's kernel: one comm, answered by ``call_server``.
 
+Its requests and answers take the form of every call into a kernel (``kernels.comm_request``); its transport
+is its own, not ``kernels.remote_call``'s, because its other end runs the submission: one comm kept open for
+the notebook's many calls, values in ``codec``'s safe form with raw buffers, a heartbeat, an interrupt and a
+deadline per cell.
+
 Every failure of the submission's side (an exception, a hang, a reply that cannot be decoded, a kernel
 that died or never answers) surfaces as an exception of the call, so the test cell that made it fails
 with a reason; nothing the submission sends is executed or unpickled here.
@@ -18,6 +23,7 @@ from jupyter_client.session import Session
 
 from lmpolicy.notebook import checks, forbidden
 from lmpolicy_grader.incidents import WHY_A_KERNEL_DIES
+from lmpolicy_grader.kernels import comm_request
 from lmpolicy_grader.trusted_tests import codec, no_credit
 from lmpolicy_grader.trusted_tests.call_server import TARGET
 from lmpolicy_grader.trusted_tests.errors import CallTimedOut, ChannelError, InputChanged, submission_exception
@@ -64,7 +70,7 @@ class Channel:
         self.deadline = time.monotonic() + self.deadline_seconds
 
     def _send(self, data: dict, buffers: list[bytes]) -> dict:
-        request = {"id": next(self.ids), **data}
+        request = comm_request.request(next(self.ids), **data)
         msg = self.client.session.send(self.client.shell_channel.socket, "comm_msg",
                                        {"comm_id": self.comm_id, "data": request}, buffers=buffers)
         return {"id": request["id"], "op": data["op"], "msg_id": msg["header"]["msg_id"]}
@@ -101,12 +107,11 @@ class Channel:
                         self.broken = f"the submission's kernel died ({WHY_A_KERNEL_DIES})"
                         raise ChannelError(self.broken)
                 continue
-            content = msg.get("content") or {}
-            if (msg.get("msg_type") == "comm_msg" and content.get("comm_id") == self.comm_id
-                    and msg.get("parent_header", {}).get("msg_id") == request["msg_id"]):
-                data = content.get("data")
-                if not isinstance(data, dict) or data.get("id") != request["id"]:
-                    raise ChannelError("the submission's kernel answered with something that is not an answer")
+            try:
+                data = comm_request.answer_in(msg, self.comm_id, request["id"], request["msg_id"])
+            except comm_request.NotAnAnswer:
+                raise ChannelError("the submission's kernel answered with something that is not an answer") from None
+            if data is not None:
                 return data, msg.get("buffers") or []
 
     def _interrupt(self, request: dict):
@@ -126,8 +131,8 @@ class Channel:
         if self.broken:
             raise ChannelError(self.broken)
         reply, reply_buffers = self._wait(self._send(data, buffers), self.deadline)
-        if "failed" in reply:  # its words are the submission's process's, so they choose between the grader's only
-            if str(reply["failed"]).startswith(f"{codec.NotEncodable.__name__}:"):
+        if comm_request.FAILED in reply:  # its words are the submission's process's, so they choose between the grader's only
+            if str(reply[comm_request.FAILED]).startswith(f"{codec.NotEncodable.__name__}:"):
                 raise ChannelError(UNENCODABLE)
             raise ChannelError("the submission's side of the channel failed")
         return reply, reply_buffers

@@ -1,7 +1,7 @@
 """The trusted test runner: a notebook's test cells (and its locked set-up cells again) in a kernel of their own.
 
-One runner serves one notebook. It owns the trusted test kernel (a spare started ahead, or its own),
-runs cells there with a stock nbgrader ``Execute`` of its own, and talks to what the kernel loaded at
+One runner serves one notebook. It runs cells in the notebook's trusted test kernel (from its
+``kernels.notebook_kernels.NotebookKernels``, handed to a stock nbgrader ``Execute`` of its own as its ``km``), and talks to what the kernel loaded at
 start (``in_kernel``) by name with data (``kernels.remote_call``): ``connect`` once, to reach the
 submission's kernel; before each test ``outside_the_rule`` (the code rule, ``lmpolicy.notebook.code_rule``: a test it
 refuses fails with its reason, as the grader's verdict, and never reaches the submission) and ``bind``,
@@ -9,8 +9,6 @@ with the test's visible part only, so that nothing of the hidden tests crosses t
 process but the inputs of the calls themselves; and ``failed_line`` after a test that raised.
 """
 from __future__ import annotations
-
-import tempfile
 
 import nbformat
 from jupyter_core.utils import run_sync
@@ -21,26 +19,16 @@ from nbgrader.preprocessors import Execute
 from lmpolicy.notebook import checks
 from lmpolicy.notebook.catalogue import exercise_key
 from lmpolicy_grader.cells import is_test, set_failed_line
-from lmpolicy_grader.isolation import library_view
-from lmpolicy_grader.kernels import remote_call, spares
+from lmpolicy_grader.kernels import remote_call
 from lmpolicy_grader.kernels.moving_in import TARGET as MOVING_IN
+from lmpolicy_grader.kernels.notebook_kernels import TRUSTED, NotebookKernels
 from lmpolicy_grader.kernels.output_cap import OutputCap
-from lmpolicy_grader.kernels.trusted_kernel import IN_KERNEL_TARGET as TARGET, TrustedKernelManager
+from lmpolicy_grader.kernels.trusted_kernel import IN_KERNEL_TARGET as TARGET
 from lmpolicy_grader.incidents import GradingFailed
 
 # Seconds a trusted test cell may take beyond the cell timeout its calls share (an interrupt's grace).
 CELL_SLACK = 30
 HIDDEN_TESTS = "### BEGIN HIDDEN TESTS"
-
-
-def start_trusted_kernel(config) -> spares.Kernel:
-    """A trusted kernel, starting, in an empty folder of its own (the notebook's folder holds the
-    submission's files, and a torch.py there would be imported by `import torch`)."""
-    km, folder = TrustedKernelManager(config=config), tempfile.TemporaryDirectory(prefix="lmpolicy-trusted-tests-")
-    kernel = spares.Kernel(km, km.recipe(), folder)
-    with kernel.stopped_if_it_fails():
-        run_sync(km.start_kernel)(cwd=folder.name)
-    return kernel
 
 
 def visible_part(source: str) -> str:
@@ -55,41 +43,46 @@ class CappedExecute(OutputCap, Execute):
 class TrustedTestRunner:
     """The trusted test kernel of one notebook, and the cells it runs."""
 
-    def __init__(self, config, notebook: str, cell_timeout: int, startup_timeout: int, log, take_spares: bool,
-                 student: dict | None = None):
-        self.config, self.notebook, self.log = config, notebook, log
+    def __init__(self, config, kernels: NotebookKernels, notebook: str, cell_timeout: int, startup_timeout: int,
+                 log, student: dict | None = None, output_caps: dict | None = None):
+        self.config, self.kernels, self.notebook, self.log = config, kernels, notebook, log
         self.student = student or {}  # the variables that say whose notebook it is (lmpolicy_grader.students)
-        library_view.grading(notebook)  # its grading kernel, started or moved in after this, shows its library view
         self.startup_timeout = startup_timeout
         self.cell_timeout = cell_timeout
-        spare = spares.take("trusted", TrustedKernelManager(config=config).recipe()) if take_spares else None
-        self.kernel = spare or start_trusted_kernel(config)
-        self.execute = CappedExecute(config=config, timeout=cell_timeout + CELL_SLACK, interrupt_on_timeout=True,
-                                     allow_errors=True)
-        self.execute.log = log
+        self.output_caps = output_caps or {}
+        self.execute = self._execute(nbformat.v4.new_notebook())
         self.problem: str | None = None  # why the submission cannot be reached (every test then fails with it)
         self._connected = False
+        self._ready = False
+
+    def _execute(self, nb) -> CappedExecute:
+        """A stock Execute of the trusted kernel, running the cells of ``nb`` (a copy, which it writes into)."""
+        execute = CappedExecute(km=self.kernels.trusted.manager, config=self.config, allow_errors=True,
+                                timeout=self.cell_timeout + CELL_SLACK, interrupt_on_timeout=True, **self.output_caps)
+        execute.log, execute.notebook_name = self.log, self.notebook
+        execute.nb.update(nb)
+        return execute
 
     # --- the kernel ------------------------------------------------------------------------------
 
     def _client(self):
         """The kernel's client once it answers. A trusted kernel that died before it answered (a start-up
         crash: it has run nothing yet) is started again once; a second death makes the notebook FAILED."""
-        if self.execute.kc is not None:
+        if self._ready:
             return self.execute.kc
         for attempt in (1, 2):
-            self.execute.km = self.kernel.manager
             try:
-                kc = run_sync(self.execute.async_start_new_kernel_client)()
+                kc = self.execute.start_new_kernel_client()
             except RuntimeError as error:
                 if "before replying to kernel_info" not in str(error):
                     raise
                 if attempt == 2:
                     raise GradingFailed("trusted tests", f"the trusted test kernel died twice at start-up ({error})") from None
                 self.log.warning("the trusted test kernel of %s died at start-up; starting it again", self.notebook)
-                self.kernel.stop()
-                self.kernel = start_trusted_kernel(self.config)
+                self.kernels.start_again(TRUSTED)
+                self.execute = self._execute(self.execute.nb)
                 continue
+            self._ready = True
             if self.student:  # before any cell: the set-up cells and the tests see the student's variant
                 self._call("become_student", self.startup_timeout, target=MOVING_IN, environment=self.student)
             return kc
@@ -100,14 +93,14 @@ class TrustedTestRunner:
         except remote_call.RemoteCallFailed as error:
             raise GradingFailed("trusted tests", f"the trusted test kernel could not {operation} ({error})") from None
 
-    def connect(self, grading_km, nb) -> None:
+    def connect(self, nb) -> None:
         """Open the channel to the submission's kernel (once, before the first test or set-up cell)."""
         if self._connected:
             return
         self._connected = True
         # a notebook of its own (nbclient writes each cell it runs back into it), holding the same cells
-        self.execute.nb = nbformat.NotebookNode({**nb, "cells": list(nb.cells)})
-        info = grading_km.get_connection_info(session=False)
+        self.execute.nb.update({**nb, "cells": list(nb.cells)})
+        info = self.kernels.grading.manager.get_connection_info(session=False)
         info = {key: (value.decode() if isinstance(value, bytes) else value) for key, value in info.items()}
         sources = [(i, c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code" and not is_test(c)]
         answers = [(i, exercise_key(c.metadata.nbgrader.grade_id)) for i, c in enumerate(nb.cells)
@@ -154,12 +147,9 @@ class TrustedTestRunner:
         return cell
 
     def stop(self) -> None:
-        try:
-            if self.execute.kc is not None:
-                self.execute.kc.stop_channels()
-        finally:
-            self.execute.kc = None
-            self.kernel.stop()
+        """Close the client (the kernel is the notebook's ``NotebookKernels``' to stop)."""
+        if self.execute.kc is not None:
+            self.execute.kc.stop_channels()
 
 
 def _verdict(failed: checks.CheckFailed):

@@ -143,14 +143,14 @@ def test_nothing_of_one_kernel_reaches_the_next(tmp_path):
     async def scenario():
         km, kc = await _start(tmp_path)
         first_draw = await _value(kc, "__import__('torch').rand(3).tolist()")
-        await kc.execute_interactive("import builtins, torch, lmpolicy.notebook.checks\nlmpolicy.checks.LEFT_BEHIND = 1\n"
+        await kc.execute_interactive("import builtins, torch, lmpolicy.notebook.checks\nlmpolicy.notebook.checks.LEFT_BEHIND = 1\n"
                                      "builtins.LEFT_BEHIND = 1\ntorch.manual_seed(5)\ntorch.rand(7)", timeout=60)
-        changed = await _value(kc, "hasattr(__import__('lmpolicy.notebook.checks').checks, 'LEFT_BEHIND')")
+        changed = await _value(kc, "hasattr(__import__('lmpolicy.notebook.checks').notebook.checks, 'LEFT_BEHIND')")
         await _stop(km, kc)
         km, kc = await _start(tmp_path)
         try:
             return first_draw, changed, await _value(kc, (
-                "[__import__('torch').rand(3).tolist(), hasattr(__import__('lmpolicy.notebook.checks').checks, 'LEFT_BEHIND'), "
+                "[__import__('torch').rand(3).tolist(), hasattr(__import__('lmpolicy.notebook.checks').notebook.checks, 'LEFT_BEHIND'), "
                 "hasattr(__import__('builtins'), 'LEFT_BEHIND')]"))
         finally:
             await _stop(km, kc)

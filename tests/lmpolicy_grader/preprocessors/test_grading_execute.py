@@ -9,8 +9,8 @@ import pytest
 from traitlets.config import Config
 
 from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
+from lmpolicy_grader.kernels import notebook_kernels
 from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
-from lmpolicy_grader.trusted_tests import runner
 from lmpolicy_grader.preprocessors.grading_execute import GradingExecute
 from lmpolicy_grader.incidents import GradingFailed
 
@@ -62,7 +62,7 @@ class TrustedKernelDyingAtStart(DyingAtStart, TrustedKernelManager):
 
 
 def _grade_a_test(tmp_path, monkeypatch, deaths: int):
-    monkeypatch.setattr(runner, "TrustedKernelManager", TrustedKernelDyingAtStart)
+    monkeypatch.setattr(notebook_kernels, "TrustedKernelManager", TrustedKernelDyingAtStart)
     TrustedKernelDyingAtStart.deaths, TrustedKernelDyingAtStart.starts = deaths, 0
     test = nbformat.v4.new_code_cell("assert answer == 42, answer\nprint('checked', answer)")
     test.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "grade_id": "t1", "points": 1}
