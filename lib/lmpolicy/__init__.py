@@ -10,4 +10,8 @@ from lmpolicy import arithmetic
 
 arithmetic.pin()  # before torch computes anything: the same numbers on every x86-64 machine
 
+from lmpolicy.notebook import in_view  # noqa: E402
+
+in_view.install()  # in a JupyterLab kernel: the cell where Run All stopped is brought into view
+
 __version__ = "0.1.0"

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from lmpolicy.notebook import in_view
 from lmpolicy.tinylm.evaluate import exact_token_kl
 from lmpolicy.tinylm.generate import answer_logits, generate, response_mask, run_prompts
 from lmpolicy.tinylm.logprobs import sequence_logprob
@@ -160,6 +161,23 @@ def reached_target(history: History, budget: Budget) -> bool:
     return history.greedy[-1] >= budget.target_greedy and history.sampled[-1] >= budget.target_sampled
 
 
+# The run's label alone before the bar (in a notebook: the line above it), the numbers after it.
+BAR_FORMAT = "{desc}:|{bar}| {percentage:3.0f}% {n}/{total} updates [{elapsed}<{remaining}{postfix}]"
+BAR_WIDTH = "300px"  # ipywidgets' own width of a progress bar, kept by every bar whatever its label
+
+
+def lay_out_notebook_bar(container) -> None:
+    """The label on a line of its own above the bar, and every bar the same width, so that the bars of a notebook
+    line up under each other: in tqdm's one row (label, bar, numbers) shrunk to the cell, a long label would wrap at
+    its hyphen ("rejection-" / "sampling FT") and each bar would take the width its label leaves."""
+    label, progress, numbers = container.children
+    container.layout.flex_flow = "row wrap"
+    label.layout.width = "100%"
+    progress.layout.width = BAR_WIDTH
+    progress.layout.flex = "0 0 auto"
+    numbers.layout.flex = "1 1 auto"
+
+
 def end_bar_early(bar: tqdm, n: int) -> None:
     """Make ``n`` the bar's total, so that a run which stopped on target ends as a full bar, not a red one."""
     if bar.disable:
@@ -193,8 +211,10 @@ class Run:
     def updates(self) -> Iterator[int]:
         b, h = self.budget, self.history
         run_start = time.perf_counter()
-        bar = tqdm(total=b.max_updates, desc=h.label, disable=not self.progress,
-                   bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} updates [{elapsed}<{remaining}{postfix}]")
+        bar = tqdm(total=b.max_updates, desc=h.label, disable=not self.progress, bar_format=BAR_FORMAT)
+        if not bar.disable and hasattr(bar, "container"):  # the notebook's widget, not a terminal's text line
+            lay_out_notebook_bar(bar.container)
+            in_view.bring_into_view(in_view.PROGRESS)
         try:
             self._measure(0, 0.0, 0.0, bar)
             train_seconds, cpu_seconds, update = 0.0, 0.0, 0

@@ -1,0 +1,118 @@
+"""What JupyterLab leaves out of the student's sight and the kernel brings into it: the cell where a run stopped,
+and the progress bar of a long run.
+
+JupyterLab 4.6's Run All makes the last cell the active one and scrolls to it as the run starts. When a cell
+raises, the cells after it are cancelled and the view stays on that last, unrun cell, so nothing looks wrong until
+the student scrolls up; and while a long cell trains, its progress bar runs far above the view. No setting of
+JupyterLab changes either (a "jump to the most recent execution" button exists, shown on hovering the kernel
+indicator, and it records timing metadata in every cell); only a labextension, which a student would have to build,
+could. What the kernel can do is show a small script after the output concerned, which JupyterLab runs (an output
+the kernel has just made is trusted, as the demos' scripts in ``lmpolicy.demos.accessible``):
+
+- after a cell that raised (``install``: an IPython hook, once per kernel), the cell is brought into view when none
+  of its output is in view: Run All stopped there, and its error (a check's ✗ lines) is what to read;
+- when a training run starts its progress bar (``lmpolicy.tinylm.runs``), its cell is brought into view when it is
+  out of view while the notebook's active cell is in view: the view is where JupyterLab put it (the last cell, on a
+  Run All), not where the student scrolled to read.
+
+The script hides its own (empty) output and acts once, only on an output made in the last half minute: a notebook
+reopened with its outputs saved does not jump. It is shown only in a kernel JupyterLab started for a notebook
+(jupyter_server names the notebook in ``JPY_SESSION_NAME``), never under nbgrader nor in a script or nbclient;
+its text/plain is empty, so the grader's feedback, which drops scripts, shows nothing of it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+
+from lmpolicy.notebook import kernel
+
+STOPPED = "stopped"  # a cell raised: the run stopped there
+PROGRESS = "progress"  # a long run's progress bar started
+FRESH_SECONDS = 30  # an output older than this is a saved one, shown again when the notebook is reopened
+
+SCRIPT = """
+(function (element, spec) {
+  const done = (window.lmpolicyBroughtIntoView = window.lmpolicyBroughtIntoView || new Set());
+  if (done.has(spec.id) || Math.abs(Date.now() - spec.madeAt) > spec.freshMs) return;
+  done.add(spec.id);
+  const bring = (cell) => {
+    const scroller = cell && cell.closest('.jp-WindowedPanel-outer');
+    if (!scroller) return;
+    const outputs = cell.querySelector('.jp-Cell-outputWrapper') || cell;
+    const seen = (node) => {
+      const view = scroller.getBoundingClientRect(), box = node.getBoundingClientRect();
+      return Math.min(box.bottom, view.bottom) - Math.max(box.top, view.top) >= Math.min(40, box.height);
+    };
+    if (seen(outputs)) return;
+    if (spec.kind === 'progress') {
+      const active = scroller.querySelector('.jp-Cell.jp-mod-active');
+      if (active && !seen(active)) return;  // the student scrolled away to read: the view is theirs
+    }
+    const offset = () => {  // the cell a third down the view, the cells above it in sight (its output at the
+      // top, when the cell is taller than the view)
+      const view = scroller.getBoundingClientRect(), box = cell.getBoundingClientRect();
+      if (box.height > view.height) return outputs.getBoundingClientRect().top - view.top - 8;
+      return box.top - view.top - Math.max(8, Math.min(view.height / 3, view.height - box.height - 8));
+    };
+    let tries = 0;
+    const settle = () => {  // cells drawn on the way change height: correct until the cell stays put
+      const off = offset();
+      if (Math.abs(off) > 2 && tries++ < 5) {
+        scroller.scrollTop += off;
+        requestAnimationFrame(() => requestAnimationFrame(settle));
+      }
+    };
+    settle();
+  };
+  let waited = 0;
+  const attached = () => {  // JupyterLab runs the script before it puts the output in the page
+    if (!element.isConnected) {
+      if (waited++ < 100) setTimeout(attached, 50);
+      return;
+    }
+    const child = element.closest('.jp-OutputArea-child');
+    if (child) child.style.display = 'none';  // the script has nothing to show
+    setTimeout(() => bring(element.closest('.jp-Cell')), 150);  // after JupyterLab's own scroll to its active cell
+  };
+  attached();
+})(element, %s);
+"""
+
+
+def showing_in_jupyterlab() -> bool:
+    """True in a kernel that JupyterLab started for a notebook, outside nbgrader."""
+    return (kernel.shell() is not None and bool(os.environ.get("JPY_SESSION_NAME"))
+            and not kernel.running_under_grader())
+
+
+def bring_into_view(kind: str) -> None:
+    """Show, after the running cell's outputs, the script that brings the cell into view (``STOPPED`` or
+    ``PROGRESS``: when, see the module's docstring); nothing outside a JupyterLab kernel."""
+    if kind not in (STOPPED, PROGRESS):
+        raise ValueError(f"kind must be {STOPPED!r} or {PROGRESS!r}, got {kind!r}")
+    if not showing_in_jupyterlab():
+        return
+    from IPython.display import display
+
+    spec = {"id": uuid.uuid4().hex, "kind": kind, "madeAt": time.time() * 1000, "freshMs": FRESH_SECONDS * 1000}
+    display({"application/javascript": SCRIPT % json.dumps(spec), "text/plain": ""}, raw=True)
+
+
+def _after_cell(result) -> None:
+    """IPython's post_run_cell: a cell that raised (an interrupt is the student's own stop) is brought into view."""
+    error = result.error_in_exec or result.error_before_exec
+    if error is not None and not isinstance(error, KeyboardInterrupt):
+        bring_into_view(STOPPED)
+
+
+def install() -> None:
+    """Bring every cell that raises into view, once per kernel; nothing outside a JupyterLab kernel."""
+    if not showing_in_jupyterlab():
+        return
+    shell = kernel.shell()
+    if not getattr(shell, "_lmpolicy_in_view", False):
+        shell.events.register("post_run_cell", _after_cell)
+        shell._lmpolicy_in_view = True
