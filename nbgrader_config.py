@@ -1,6 +1,6 @@
 """nbgrader configuration of the course `lm-policy`, assignment `ch11` (see docs/instructors.md).
 
-Stock nbgrader 0.9.6 plus the preprocessors of `lmpolicy_grader.preprocessors` that close its holes: a
+Stock nbgrader 0.9.6 plus the preprocessors of `lmpolicy_grader.nbgrader_plugins` that close its holes: a
 duplicated cell no longer fails the notebook, deleted locked cells come back, the submission runs in a
 limited, sandboxed kernel and the tests in a trusted one, a notebook's grades are stored whole or not at
 all, and feedback shows neither hidden tests nor a 0 for an answer not graded by hand yet; and an exporter
@@ -23,16 +23,16 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
 import lmpolicy_grader
 import nbgrader
 from nbgrader.converters import GenerateAssignment
-from lmpolicy_grader.class_grading.export import StatusCsvExportPlugin
+from lmpolicy_grader.nbgrader_plugins.export import StatusCsvExportPlugin
 from lmpolicy_grader.content_policy import mathjax_loader, policy
-from lmpolicy_grader.class_grading.feedback_exporter import FeedbackHTMLExporter
-from lmpolicy_grader.preprocessors.collapse_check_cells import CollapseCheckCells
-from lmpolicy_grader.preprocessors import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
+from lmpolicy_grader.nbgrader_plugins.feedback_exporter import FeedbackHTMLExporter
+from lmpolicy_grader.nbgrader_plugins.collapse_check_cells import CollapseCheckCells
+from lmpolicy_grader.nbgrader_plugins import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells, SaveAutoGradesWhole)
-from lmpolicy_grader.preprocessors.outputs_as_handed_in import OutputsAsHandedIn
-from lmpolicy_grader.preprocessors.sanitize_markup import SanitizedMarkdown, SanitizeMarkup
-from lmpolicy_grader.preprocessors.show_student_parameters import ShowStudentParameters
-from lmpolicy_grader.preprocessors.show_pending_grades import PENDING_AWARE_FILTERS, ShowPendingGrades
+from lmpolicy_grader.nbgrader_plugins.outputs_as_handed_in import OutputsAsHandedIn
+from lmpolicy_grader.nbgrader_plugins.sanitize_markup import SanitizedMarkdown, SanitizeMarkup
+from lmpolicy_grader.nbgrader_plugins.show_student_parameters import ShowStudentParameters
+from lmpolicy_grader.nbgrader_plugins.show_pending_grades import PENDING_AWARE_FILTERS, ShowPendingGrades
 
 c = get_config()  # noqa: F821  (provided by nbgrader when it loads this file)
 
@@ -122,14 +122,14 @@ c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["prepro
 c.ExportApp.plugin_class = StatusCsvExportPlugin
 
 # --- feedback: no hidden tests, no hidden assertion lines in tracebacks; the outputs as handed in, none made while
-# graded (lib/lmpolicy_grader/preprocessors/outputs_as_handed_in.py); an answer not graded yet
+# graded (lib/lmpolicy_grader/nbgrader_plugins/outputs_as_handed_in.py); an answer not graded yet
 # reads "not graded yet", not 0 (the filters let the feedback template print that text)
 c.GenerateFeedback.preprocessors = [GetGrades, ShowPendingGrades, HideHiddenTests, OutputsAsHandedIn,
                                      ShowStudentParameters, CSSHTMLHeaderPreprocessor]
 c.GenerateFeedback.exporter_class = FeedbackHTMLExporter  # nbconvert's HTML, its templates compiled once per worker
 
 # --- every view of a submission (the feedback, formgrader's grading page) is inert: its markdown and outputs pass one
-# allowlist sanitizer (lib/lmpolicy_grader/preprocessors/sanitize_markup.py: the preprocessor for outputs, the
+# allowlist sanitizer (lib/lmpolicy_grader/nbgrader_plugins/sanitize_markup.py: the preprocessor for outputs, the
 # markdown2html filter for markdown; the feedback's exporter runs the preprocessor last whatever this list says), and
 # the page carries a Content-Security-Policy that refuses every inline script but the MathJax loader
 # (lib/lmpolicy_grader/content_policy.py). Formgrader sends that policy as a header too, and serves a submission's

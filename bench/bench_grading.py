@@ -102,7 +102,7 @@ def make_course(notebooks: list[str] | None) -> Path:
     python = str(BIN / "python")
     _run([python, "-m", "lmpolicy_grader", "release"], root)
     # the example submissions into this course's own submitted/ (`lmpolicy_grader examples` grades them apart)
-    _run([python, "-c", "from lmpolicy_grader.corpus.examples import place_examples; place_examples('.')"], root)
+    _run([python, "-c", "from lmpolicy_grader.class_grading.examples_course import place_examples; place_examples('.')"], root)
     return root
 
 
@@ -395,7 +395,7 @@ def fork_pool(root: Path, units: list[tuple[str, str]], workers: int, sandbox: b
     """The grader before Dask, reduced to its core: nbgrader imported once, then W forked workers."""
     import nbgrader.converters  # noqa: F401
 
-    import lmpolicy_grader.preprocessors  # noqa: F401
+    import lmpolicy_grader.nbgrader_plugins  # noqa: F401
     with multiprocessing.get_context("fork").Pool(workers, initializer=_pool_start,
                                                   initargs=(str(root), sandbox)) as pool:
         return pool.map(_pool_grade, [(str(root), *unit) for unit in units], chunksize=1)

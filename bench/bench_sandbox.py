@@ -77,7 +77,7 @@ def make_course(notebooks: list[str]) -> Path:
         shutil.copy(REPO / "source" / "ch11" / f"{name}.ipynb", root / "source" / "ch11")
     shutil.copy(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
     _run([PYTHON, "-m", "lmpolicy_grader", "release"], root)
-    _run([PYTHON, "-c", "from lmpolicy_grader.corpus.examples import place_examples; place_examples('.')"], root)
+    _run([PYTHON, "-c", "from lmpolicy_grader.class_grading.examples_course import place_examples; place_examples('.')"], root)
     for student in os.listdir(root / "submitted"):
         if student != "reference":
             shutil.rmtree(root / "submitted" / student)
@@ -166,7 +166,7 @@ def bwrap_alone(cwd: Path) -> float:
 
 def grader_import() -> float:
     started = time.perf_counter()
-    subprocess.run([PYTHON, "-c", "import nbgrader.converters, distributed, lmpolicy_grader.preprocessors"], check=True)
+    subprocess.run([PYTHON, "-c", "import nbgrader.converters, distributed, lmpolicy_grader.nbgrader_plugins"], check=True)
     return time.perf_counter() - started
 
 

@@ -121,6 +121,6 @@ def test_loading_the_course_config_imports_no_torch():
     each grading worker): the trusted side's torch and numpy load only in the kernels that use them."""
     import subprocess
     import sys
-    program = "import sys, lmpolicy_grader.preprocessors\nprint('torch' in sys.modules)"
+    program = "import sys, lmpolicy_grader.nbgrader_plugins\nprint('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

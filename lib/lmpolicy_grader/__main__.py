@@ -39,7 +39,7 @@ _SANDBOX = {"course": None, "on": True, "off": False}
 
 
 def report(course_root: Path, assignment: str = ASSIGNMENT) -> str:
-    from lmpolicy_grader.corpus.examples import examples_in_class
+    from lmpolicy_grader.class_grading.examples_course import examples_in_class
     from lmpolicy_grader.class_grading.report import exercise_rows, format_report, write_csv
 
     from lmpolicy_grader.class_grading.pitfalls import common_pitfalls
@@ -56,7 +56,7 @@ def report(course_root: Path, assignment: str = ASSIGNMENT) -> str:
 def grade_examples(course_root: Path, workers: int | None = None, feedback: bool = True,
                    sandbox: bool | None = None, scheduler: str | None = None) -> None:
     """Make examples-course/ afresh (the example submissions' own course), grade it and print its report."""
-    from lmpolicy_grader.corpus.examples import EXAMPLES_COURSE, make_examples_course
+    from lmpolicy_grader.class_grading.examples_course import EXAMPLES_COURSE, make_examples_course
     started = time.monotonic()
     print(f"the example submissions, in their own course {course_root / EXAMPLES_COURSE} ...")
     _grade_and_report(make_examples_course(course_root), None, workers, feedback, sandbox, started, scheduler)
@@ -99,7 +99,7 @@ class Examples:
     grading_status.json, and the gradebook through `nbgrader db student remove --force`)"""
 
     def run(self, course_root: Path) -> None:
-        from lmpolicy_grader.corpus.examples import examples_in_class, remove_from_class
+        from lmpolicy_grader.class_grading.examples_course import examples_in_class, remove_from_class
         if self.remove_from_class:
             found = examples_in_class(course_root)
             remove_from_class(course_root, found)

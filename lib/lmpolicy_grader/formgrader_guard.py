@@ -31,7 +31,7 @@ from nbgrader.server_extensions.formgrader import handlers as formgrader
 from tornado import web
 
 from lmpolicy_grader.content_policy import new_nonce, policy
-from lmpolicy_grader.preprocessors.sanitize_markup import RASTER_IMAGE_TYPES, ensure_sanitized
+from lmpolicy_grader.nbgrader_plugins.sanitize_markup import RASTER_IMAGE_TYPES, ensure_sanitized
 
 IMAGE_SUFFIXES = frozenset({f".{kind}" for kind in RASTER_IMAGE_TYPES} | {".jpg"})
 INERT_FILE_POLICY = "default-src 'none'; sandbox"

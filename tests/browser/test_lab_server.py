@@ -113,7 +113,7 @@ UNSHIFTED_SOFTMAX = '''def softmax(logits, dim=-1):
 def student_notebook_01(repo_root) -> Path:
     """Release notebook 01 as the course's generate_assignment releases it: its check cells collapsed."""
     import nbformat
-    from lmpolicy_grader.preprocessors.collapse_check_cells import CollapseCheckCells
+    from lmpolicy_grader.nbgrader_plugins.collapse_check_cells import CollapseCheckCells
 
     nb = nbformat.read(repo_root / "release" / "ch11" / "01_policy_softmax.ipynb", as_version=4)
     nb, _ = CollapseCheckCells().preprocess(nb, {})

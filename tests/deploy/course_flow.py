@@ -27,7 +27,7 @@ from pathlib import Path
 
 import nbformat
 
-from lmpolicy_grader.corpus.examples import as_handed_in, with_answers, written_answers
+from lmpolicy_grader.class_grading.examples_course import as_handed_in, with_answers, written_answers
 from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
 
 from .hub import ASSIGNMENT, COURSE_ID, HUB_NOTEBOOKS, ROOT, START_TIMEOUT, Hub, Site, run_as

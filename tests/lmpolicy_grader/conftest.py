@@ -76,7 +76,7 @@ def ch11_class(tmp_path_factory, repo_root):
     """The real course graded once: reference, blank, the typical-mistake rounds, one hostile student."""
     import shutil
 
-    from lmpolicy_grader.corpus.examples import place_examples
+    from lmpolicy_grader.class_grading.examples_course import place_examples
 
     root = tmp_path_factory.mktemp("ch11-course")
     (root / "source" / "ch11").mkdir(parents=True)

@@ -60,7 +60,7 @@ def test_a_folder_without_a_course_is_refused(tmp_path):
 def test_the_course_limits_are_the_documented_ones(repo_root):
     """docs/instructors.md: cells 60 s (08: 120 s), notebooks 180 s (08: 360 s), output 100 kB per cell."""
     from lmpolicy_grader.class_grading.course import load_config
-    from lmpolicy_grader.preprocessors import GradingExecute
+    from lmpolicy_grader.nbgrader_plugins import GradingExecute
 
     execute = GradingExecute(config=load_config(repo_root))
     assert (execute.timeout, execute.default_budget, execute.max_output_bytes) == (60, 180, 100_000)

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from lmpolicy_grader.corpus.examples import mistake_rounds
+from lmpolicy_grader.class_grading.examples_course import mistake_rounds
 from lmpolicy_grader.class_grading.gradebook import serialise_gradebook_sessions
 from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy_grader.kernels.grading_kernel import grading_kernel_spec, install_grading_kernel
@@ -108,7 +108,7 @@ def _failed_test_cell(failed_line):
 
 @pytest.mark.parametrize("failed_line, hidden", [(4, True), (2, False), (None, False)])
 def test_feedback_notes_a_hidden_test_only_when_one_failed_and_shows_no_message_of_a_hidden_one(failed_line, hidden):
-    from lmpolicy_grader.preprocessors import HideHiddenTests
+    from lmpolicy_grader.nbgrader_plugins import HideHiddenTests
 
     cell, _ = HideHiddenTests().preprocess_cell(_failed_test_cell(failed_line), {}, 0)
     output = cell.outputs[0]
@@ -122,7 +122,7 @@ def test_feedback_notes_a_hidden_test_only_when_one_failed_and_shows_no_message_
 
 
 def test_an_instructor_may_show_the_message_of_a_failed_hidden_check_in_the_feedback():
-    from lmpolicy_grader.preprocessors import HideHiddenTests
+    from lmpolicy_grader.nbgrader_plugins import HideHiddenTests
 
     cell, _ = HideHiddenTests(show_hidden_message=True).preprocess_cell(_failed_test_cell(4), {}, 0)
     shown = "\n".join(cell.outputs[0].traceback)
@@ -146,7 +146,7 @@ def test_a_failure_no_test_line_raised_reads_as_its_checks_verdict_or_by_its_nam
     """The code rule refuses a test before it runs (no line of it raised): the feedback shows the rule's reason as
     the checks show a refusal, "✗ Not allowed: ...", wrapped, not a class name and one line running off the page."""
     from lmpolicy.notebook.verdict_lines import WIDTH
-    from lmpolicy_grader.preprocessors import HideHiddenTests
+    from lmpolicy_grader.nbgrader_plugins import HideHiddenTests
 
     reason = ("cell 5 (your answer to ex1) line 1 uses from IPython.display import (from IPython.display import "
               "publish_display_data), outside the plain Python the grader can check: take it out of your notebook")

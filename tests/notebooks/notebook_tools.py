@@ -23,7 +23,7 @@ from nbclient.exceptions import CellExecutionError
 
 from lmpolicy.notebook import progress
 from lmpolicy.notebook.catalogue import is_check_cell as is_autograded_test  # noqa: F401 (the tests import it from here)
-from lmpolicy_grader.preprocessors import GradingExecute
+from lmpolicy_grader.nbgrader_plugins import GradingExecute
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE_DIR = ROOT / "source" / "ch11"

@@ -43,7 +43,7 @@ RESTART_WAIT = "30 minutes"
 QUIET_WORKERS = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}
 # What the forkserver imports before it forks the local cluster's workers: what a worker imports to join
 # the cluster and to grade (a failed import there is skipped by Python, and the worker then imports it itself).
-WORKER_PRELOAD = ["lmpolicy_grader", "distributed", "nbgrader.converters", "nbgrader.coursedir", "lmpolicy_grader.preprocessors",
+WORKER_PRELOAD = ["lmpolicy_grader", "distributed", "nbgrader.converters", "nbgrader.coursedir", "lmpolicy_grader.nbgrader_plugins",
                   "lmpolicy_grader.class_grading.gradebook", "lmpolicy_grader.class_grading.grading"]
 
 

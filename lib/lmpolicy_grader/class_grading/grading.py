@@ -167,7 +167,7 @@ def worker_config(course_root: str, sandbox: bool):
     import nbgrader.converters  # noqa: F401  (seconds of imports, paid here once)
 
     from lmpolicy_grader.class_grading.gradebook import prepare_worker
-    from lmpolicy_grader.preprocessors import GradingExecute
+    from lmpolicy_grader.nbgrader_plugins import GradingExecute
     if not (Path(course_root) / "nbgrader_config.py").exists():
         raise ClusterUnavailable(
             f"the grader's worker on {socket.gethostname()} cannot see the course folder {course_root}: every "

@@ -208,7 +208,7 @@ def cell(state: Status, score: float | None, lms: Lms, missing: Missing) -> str:
 
 def class_rows(course_root: Path, gradebook, assignment: str, students: list[str]) -> dict[str, list]:
     """{student: their exercise rows}, as the report and ``nbgrader export`` read them."""
-    from lmpolicy_grader.class_grading.export import student_outcomes
+    from lmpolicy_grader.nbgrader_plugins.export import student_outcomes
     from lmpolicy_grader.class_grading.report import exercise_rows
 
     graded = {(o.student, o.notebook): o for o in load_outcomes(course_root)}

@@ -13,7 +13,7 @@ formgrader never disagree about what is left to do.
 Per student, ``student_summaries`` says what is still open (the words of ``Status``: complete, pending
 manual grading, notebooks missing, FAILED); the printed report is a class summary (one line per
 student), per-exercise statistics (which exercises the class found hard) and, for every FAILED
-notebook, what to do about it. ``nbgrader export`` (``lmpolicy_grader.class_grading.export``) uses the same summaries.
+notebook, what to do about it. ``nbgrader export`` (``lmpolicy_grader.nbgrader_plugins.export``) uses the same summaries.
 """
 from __future__ import annotations
 

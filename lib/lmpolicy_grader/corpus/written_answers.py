@@ -5,7 +5,7 @@ the manual-grading walkthrough of docs/instructors.md pointless (every answer a 
 "BEGIN SOLUTION" heading). So each written exercise has three answers of different quality, written the way
 a student would write them: ``good`` (full marks by the mark scheme), ``partial`` (about half: one step
 right, the other missing or hand-waved) and ``wrong`` (a confident misunderstanding, or next to nothing).
-``lmpolicy_grader.corpus.examples`` gives ``reference`` the good ones, ``mistakes`` the partial ones and
+``lmpolicy_grader.class_grading.examples_course`` gives ``reference`` the good ones, ``mistakes`` the partial ones and
 ``mistakes-2`` ... the wrong ones.
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy_grader.class_grading.grading import grade_class
-from lmpolicy_grader.corpus.examples import as_handed_in, with_answers, written_answers
+from lmpolicy_grader.class_grading.examples_course import as_handed_in, with_answers, written_answers
 from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
 
 NOTEBOOKS = ("01_policy_softmax", "02_temperature")

@@ -14,7 +14,7 @@ from lmpolicy.notebook.catalogue import label
 from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.grading import grade_class
 from lmpolicy_grader.class_grading.status import Status
-from lmpolicy_grader.corpus.examples import as_handed_in, with_answers, written_answers
+from lmpolicy_grader.class_grading.examples_course import as_handed_in, with_answers, written_answers
 from lmpolicy_grader.corpus.wrong_answers import DEMO_MESSAGE, WRONG_ANSWERS, Kind
 
 from ..scenarios.test_ch11_corpus import _autograded

@@ -230,7 +230,7 @@ def test_the_zygote_and_its_kernels_end_with_the_grader_process(tmp_path):
 def test_grading_starts_the_zygote_before_its_first_trusted_kernel(tmp_path):
     """GradingExecute starts the zygote as it is made, so that its imports run beside the first notebook's
     grading kernel; the first trusted kernel is forked from that one."""
-    from lmpolicy_grader.preprocessors import GradingExecute
+    from lmpolicy_grader.nbgrader_plugins import GradingExecute
 
     zygote = forked_kernel.ZYGOTE._process
     if zygote is not None:

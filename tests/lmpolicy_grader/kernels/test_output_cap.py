@@ -10,7 +10,7 @@ import pytest
 from traitlets.config import Config
 
 from lmpolicy_grader.incidents import INCIDENTS
-from lmpolicy_grader.preprocessors.grading_execute import GradingExecute
+from lmpolicy_grader.nbgrader_plugins.grading_execute import GradingExecute
 
 HIDDEN = "4171"  # what the later cells would write into the earlier ones: a recorded hidden input
 CELL_CAP = 20_000

@@ -14,7 +14,7 @@ from collections import defaultdict
 import pytest
 from nbgrader.api import Gradebook
 
-from lmpolicy_grader.corpus.examples import mistake_rounds
+from lmpolicy_grader.class_grading.examples_course import mistake_rounds
 from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
 from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy.notebook.progress import exercise_key

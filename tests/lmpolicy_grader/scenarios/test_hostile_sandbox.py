@@ -26,7 +26,7 @@ import pytest
 
 from lmpolicy_grader.isolation import sandbox
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.corpus.examples import as_handed_in, written_answers
+from lmpolicy_grader.class_grading.examples_course import as_handed_in, written_answers
 from lmpolicy_grader.class_grading.grading import grade_class
 from lmpolicy_grader.incidents import Incident
 from lmpolicy_grader.class_grading.status import Status

@@ -21,7 +21,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from lmpolicy_grader.__main__ import main, report
-from lmpolicy_grader.corpus.examples import EXAMPLES_COURSE, examples_in_class, remove_from_class
+from lmpolicy_grader.class_grading.examples_course import EXAMPLES_COURSE, examples_in_class, remove_from_class
 from lmpolicy_grader.class_grading.course import STATUS_FILE, Outcome, load_config, save_outcomes
 from lmpolicy_grader.class_grading.status import Status
 

@@ -7,7 +7,7 @@ from traitlets.config import Config
 
 from lmpolicy_grader.cells import failed_line
 from lmpolicy_grader.incidents import GradingFailed
-from lmpolicy_grader.preprocessors.grading_execute import GradingExecute
+from lmpolicy_grader.nbgrader_plugins.grading_execute import GradingExecute
 from lmpolicy_grader.trusted_tests.runner import visible_part
 
 pytestmark = pytest.mark.slow

@@ -365,7 +365,7 @@ STUDENTS = ("reference", "blank", "mistakes")
 
 def _course(root, repo_root):
     from lmpolicy_grader.__main__ import release
-    from lmpolicy_grader.corpus.examples import place_examples
+    from lmpolicy_grader.class_grading.examples_course import place_examples
 
     (root / "source" / "ch11").mkdir(parents=True)
     for name in GRADED_NOTEBOOKS:

@@ -23,7 +23,7 @@ from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
-from lmpolicy_grader.preprocessors.sanitize_markup import ensure_sanitized
+from lmpolicy_grader.nbgrader_plugins.sanitize_markup import ensure_sanitized
 
 NO_ALT_TEXT = "No description has been provided for this image"  # nbconvert's words
 _IMAGE_WITHOUT_ALT = re.compile(r"<img(?![^>]*\salt=)")

@@ -19,9 +19,9 @@ from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from traitlets.config.loader import PyFileConfigLoader
 
-from lmpolicy_grader.class_grading.feedback_exporter import FeedbackHTMLExporter
+from lmpolicy_grader.nbgrader_plugins.feedback_exporter import FeedbackHTMLExporter
 from lmpolicy_grader.content_policy import mathjax_loader, policy, script_hash
-from lmpolicy_grader.preprocessors.sanitize_markup import (ATTRIBUTES, LINK_SCHEMES, STYLE_PROPERTIES, TAGS,
+from lmpolicy_grader.nbgrader_plugins.sanitize_markup import (ATTRIBUTES, LINK_SCHEMES, STYLE_PROPERTIES, TAGS,
                                                          SanitizedMarkdown, SanitizeMarkup, clean_html,
                                                          ensure_sanitized)
 from tests.conftest import ROOT

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.corpus.examples import NO_EXAMPLE_ANSWER, mistake_rounds, place_examples, written_answers
+from lmpolicy_grader.class_grading.examples_course import NO_EXAMPLE_ANSWER, mistake_rounds, place_examples, written_answers
 from lmpolicy_grader.class_grading.grading import grade_class
 from lmpolicy_grader.class_grading.status import Status
 from lmpolicy_grader.corpus.written_answers import QUALITIES, WRITTEN_ANSWERS

@@ -37,7 +37,7 @@ from lmpolicy_grader.corpus.wrong_answers import WRONG_ANSWERS
 EXAMPLES_COURSE = "examples-course"
 _EXAMPLE_ID = re.compile(r"(reference|blank|mistakes(-\d+)?)")
 # A written cell of a course other than ch11 (the tests' tiny course) has no example answers: it gets this
-# text, never the mark scheme. tests/lmpolicy_grader/corpus/test_examples.py checks that every ch11 cell has them.
+# text, never the mark scheme. tests/lmpolicy_grader/class_grading/test_examples_course.py checks that every ch11 cell has them.
 NO_EXAMPLE_ANSWER = "(An example student's answer: lmpolicy_grader.corpus.written_answers has none for this question.)"
 # nbgrader's default solution delimiters (ClearSolutions.begin_solution_delimeter, end_...), on a line of their own
 _SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.MULTILINE)

@@ -11,7 +11,7 @@ from traitlets.config import Config
 from lmpolicy_grader.kernels.grading_kernel import GradingKernelManager
 from lmpolicy_grader.kernels import notebook_kernels
 from lmpolicy_grader.kernels.trusted_kernel import TrustedKernelManager
-from lmpolicy_grader.preprocessors.grading_execute import GradingExecute
+from lmpolicy_grader.nbgrader_plugins.grading_execute import GradingExecute
 from lmpolicy_grader.incidents import GradingFailed
 
 DIE_AT_START = [sys.executable, "-c", "raise SystemExit(3)"]

@@ -7,7 +7,7 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import SaveAutoGrades
 
 from lmpolicy_grader.__main__ import release
-from lmpolicy_grader.preprocessors import SaveAutoGradesWhole
+from lmpolicy_grader.nbgrader_plugins import SaveAutoGradesWhole
 
 from .. import tiny_course
 

@@ -9,7 +9,7 @@ import pytest
 from bs4 import BeautifulSoup
 from nbconvert.exporters import HTMLExporter
 
-from lmpolicy_grader.class_grading.feedback_exporter import COMPILED_TEMPLATES, NO_ALT_TEXT, FeedbackHTMLExporter
+from lmpolicy_grader.nbgrader_plugins.feedback_exporter import COMPILED_TEMPLATES, NO_ALT_TEXT, FeedbackHTMLExporter
 
 PNG = base64.b64encode(bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"

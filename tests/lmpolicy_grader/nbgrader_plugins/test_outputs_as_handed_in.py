@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 from traitlets.config import Config
 
-from lmpolicy_grader.preprocessors.outputs_as_handed_in import NOTE_ID, OutputsAsHandedIn
+from lmpolicy_grader.nbgrader_plugins.outputs_as_handed_in import NOTE_ID, OutputsAsHandedIn
 
 HIDDEN = "0.4171"  # a hidden input the submission recorded while graded
 
