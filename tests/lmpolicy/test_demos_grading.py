@@ -123,3 +123,24 @@ def test_a_missing_private_attribute_stays_an_attribute_error_under_the_grader(m
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     assert getattr(TiltingDemo(), "_repr_html_", None) is None
     assert issubclass(TiltingDemo, WidgetDemo)
+
+
+def test_the_refusals_the_grader_keeps_are_every_guarded_member_of_every_demo(monkeypatch):
+    """``lmpolicy.demos.refusals`` names every demo of the package, and its set holds each demo's refusals."""
+    import importlib
+    import pkgutil
+
+    import lmpolicy.demos
+    from lmpolicy.demos import refusals
+
+    for module in pkgutil.iter_modules(lmpolicy.demos.__path__):
+        importlib.import_module(f"lmpolicy.demos.{module.name}")
+    assert set(WidgetDemo.__subclasses__()) == set(refusals.DEMOS)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    for demo, (cls, kwargs) in DEMOS.items():
+        for used, take in TAKEN[demo].items():
+            if not hasattr(cls, used.removesuffix("()")):
+                continue  # state a stand-in never computed: refused under any name, so not in the set
+            with pytest.raises(DemoNotAvailableWhileGrading) as raised:
+                take(cls(**kwargs))
+            assert tuple(raised.value._render_traceback_()) in refusals.every_member_refusal(), (demo, used)

@@ -67,7 +67,7 @@ def test_start_here_shows_each_graded_item_with_its_state_and_the_totals(tmp_pat
     progress_file = tmp_path / "progress.json"
     progress_file.write_text(json.dumps({"version": 2, "done": {"ex11_3b": "2026-01-01T00:00:00+00:00"}, "checks": {
         "ex11_3b": {progress.fingerprint(check.source): {"state": "passed", "at": "2026-01-01T00:00:00+00:00"}},
-        "task2": {progress.fingerprint(failing.source): {"state": "failing", "at": "2026-01-01T00:00:00+00:00", "reason": "returned NaN"}}}}))
+        "task2": {progress.fingerprint(failing.source): {"state": "failing", "at": "2026-01-01T00:00:00+00:00", "reason": "Check failed: returned NaN"}}}}))
 
     html = html_of(execute(read(START_HERE), grader=False, progress_file=progress_file))
     names = sorted(path.stem for path in RELEASE_DIR.glob("*.ipynb"))
@@ -77,14 +77,16 @@ def test_start_here_shows_each_graded_item_with_its_state_and_the_totals(tmp_pat
     ex11_3b, ex11_1b = progress.exercise("ex11_3b"), progress.exercise("ex11_1b")
     assert "<td>visible check</td><td>3</td><td>passed</td>" in row_of(html, "Exercise 11.3(b)")
     assert f"<td>{html_text.escape(ex11_3b.title)}</td>" in row_of(html, "Exercise 11.3(b)")
-    assert f"<td>{html_text.escape(ex11_1b.title)}</td><td>written answer</td><td>2</td><td>answered</td>" in row_of(html, "Exercise 11.1(b)")
-    assert "<td>visible check</td><td>3</td><td>failing: returned NaN</td>" in row_of(html, "Lab Task 2")
-    assert html.count("<td>passed</td>") == 1 and html.count("<td>answered</td>") == 1
+    # a written answer is in, for the instructor to grade: not done, and its points not counted
+    assert (f"<td>{html_text.escape(ex11_1b.title)}</td><td>written answer</td><td>2</td>"
+            f"<td>{progress.WRITTEN_STATUS}</td>") in row_of(html, "Exercise 11.1(b)")
+    assert "<td>visible check</td><td>3</td><td>Check failed: returned NaN</td>" in row_of(html, "Lab Task 2")
+    assert html.count("<td>passed</td>") == 1 and html.count(f"<td>{progress.WRITTEN_STATUS}</td>") == 1
     nb01_cells = graded_cells("01_policy_softmax")
-    assert (f"<td>notebook 01_policy_softmax</td><td></td><td>1 of {len(nb01_cells)} items done</td>"
-            f"<td>2 of {points_of(nb01_cells)}</td>") in html
-    assert (f"<td>course total</td><td></td><td>2 of {len(every)} items done</td><td>5 of {points_of(every)}</td>"
-            in html)
+    assert (f"<td>notebook 01_policy_softmax</td><td></td><td>0 of {len(nb01_cells)} items done, 1 written</td>"
+            f"<td>0 of {points_of(nb01_cells)}</td>") in html
+    assert (f"<td>course total</td><td></td><td>1 of {len(every)} items done, 1 written</td>"
+            f"<td>3 of {points_of(every)}</td>" in html)
 
 
 # a numerically stable softmax, and the formula as written (NaN for logits near 1000): the student's words
@@ -154,4 +156,4 @@ def test_a_pass_belongs_to_the_answer_that_passed_on_the_start_page_and_in_the_s
             if grade_id(cell) in ("nb01_softmax__answer", "nb01_softmax__tests"):
                 run_cell(runner, cell, index)
         failing = html_of(execute(read(START_HERE), grader=False, progress_file=progress_file))
-        assert "<td>failing: " in row_of(failing, "Exercise 01.softmax")
+        assert "<td>Check failed: " in row_of(failing, "Exercise 01.softmax")

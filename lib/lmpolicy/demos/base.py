@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 
-from lmpolicy.notebook.checks import CheckFailed, running_under_grader  # noqa: F401  (notebooks import it from here)
+from lmpolicy.notebook.failures import CheckFailed
+from lmpolicy.notebook.kernel import running_under_grader  # noqa: F401  (notebooks import it from here)
 
 GRADER_NOTE = "(interactive demo skipped: it only runs in JupyterLab, not under the grader)"
 
@@ -80,7 +81,7 @@ def _cell_number() -> int | None:
 _refused: list[tuple[int | None, DemoNotAvailableWhileGrading]] = []
 
 
-def _refusal_text(demo: str, used: str) -> tuple[str, str]:
+def refusal_text(demo: str, used: str) -> tuple[str, str]:
     """The refusal's message and hint."""
     # short lines: ``nbgrader validate`` shows each line of an error cut at 83 characters
     return (f"your answer used {demo}.{used}\n"
@@ -92,7 +93,7 @@ def _refusal_text(demo: str, used: str) -> tuple[str, str]:
 def refusal(demo: str, used: str) -> DemoNotAvailableWhileGrading:
     """The error for ``used`` (e.g. "readouts()") of the demo class named ``demo``, under the grader,
     recorded for ``check_answer_not_from_demo``."""
-    error = DemoNotAvailableWhileGrading(*_refusal_text(demo, used))
+    error = DemoNotAvailableWhileGrading(*refusal_text(demo, used))
     _refused[:] = [(_cell_number(), error)]
     return error
 
@@ -133,26 +134,6 @@ def _guard_public_members(cls) -> None:
                                         member.fset, member.fdel, member.__doc__))
         elif callable(member) and not isinstance(member, (type, staticmethod, classmethod)):
             setattr(cls, name, _refusing_under_grader(member, f"{name}()"))
-
-
-@functools.cache
-def every_member_refusal() -> frozenset[tuple[str, ...]]:
-    """The error output (its traceback lines) of every refusal a guarded member of the course's demos can give:
-    a finite set, one per demo and member, so output that matches one carries nothing else. (A public
-    attribute a stand-in never set is refused too, under any name, so those refusals are not in the set.)"""
-    import lmpolicy.demos.kl_estimators  # noqa: F401  (each demo registers itself as a WidgetDemo subclass)
-    import lmpolicy.demos.tilting  # noqa: F401
-
-    refusals = set()
-    for demo in WidgetDemo.__subclasses__():
-        for cls in (demo, WidgetDemo):  # the demo's own members, and ``widget``
-            for name, member in vars(cls).items():
-                function = member.fget if isinstance(member, property) else member
-                if not name.startswith("_") and hasattr(function, "__wrapped__"):  # guarded: _refusing_under_grader
-                    used = name if isinstance(member, property) else f"{name}()"
-                    error = DemoNotAvailableWhileGrading(*_refusal_text(demo.__name__, used))
-                    refusals.add(tuple(error._render_traceback_()))
-    return frozenset(refusals)
 
 
 class WidgetDemo:

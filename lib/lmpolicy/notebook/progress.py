@@ -39,7 +39,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmpolicy.notebook import catalogue
+from lmpolicy.notebook import catalogue, kernel
+from lmpolicy.notebook.bindings import binds
 from lmpolicy.notebook.catalogue import ASSIGNMENT, GRADE_ID_SEPARATOR, Exercise, exercise_key  # noqa: F401 (re-exported)
 
 FORMAT_VERSION = 2
@@ -265,13 +266,27 @@ def record(key: str, check: str = UNKNOWN_CHECK, answer: dict[str, str] | None =
     _update(key, passed)
 
 
+def _failing(runs: dict, check: str, reason: str) -> None:
+    runs[check] = {"state": FAILING, "at": _now(), "reason": reason.strip().splitlines()[0][:300] if reason.strip() else ""}
+    if check != UNKNOWN_CHECK:
+        runs.pop(UNKNOWN_CHECK, None)
+
+
 def record_failure(key: str, reason: str, check: str = UNKNOWN_CHECK) -> None:
-    """A visible check of exercise ``key`` failed, for ``reason`` (one line): the exercise is not done."""
-    def failed(runs):
-        runs[check] = {"state": FAILING, "at": _now(), "reason": reason.strip().splitlines()[0][:300] if reason.strip() else ""}
-        if check != UNKNOWN_CHECK:
-            runs.pop(UNKNOWN_CHECK, None)
-    _update(key, failed)
+    """A visible check of exercise ``key`` failed, for ``reason`` (one line, in the check's words): the exercise
+    is not done."""
+    _update(key, lambda runs: _failing(runs, check, reason))
+
+
+def record_unjudged(key: str, reason: str, check: str = UNKNOWN_CHECK) -> None:
+    """A visible check of exercise ``key`` could not reach the answer, for ``reason`` (a name it calls is not
+    defined in this kernel: after a restart, or run before its answer cell). It judged nothing, so a pass it
+    recorded stays (the tables still compare it with the saved answer); else it is recorded failing."""
+    def unjudged(runs):
+        if runs.get(check, {}).get("state") == PASSED:
+            return False
+        _failing(runs, check, reason)
+    _update(key, unjudged)
 
 
 def record_answer_run(key: str, cell_id: str, answer_fingerprint: str) -> None:
@@ -289,29 +304,15 @@ def record_answer_run(key: str, cell_id: str, answer_fingerprint: str) -> None:
     _update(key, changed)
 
 
-def _kernel_notebook() -> tuple[object, Path] | None:
-    """(the IPython shell, its notebook) in a JupyterLab kernel (which names the notebook in
-    ``JPY_SESSION_NAME``); None elsewhere."""
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    path = Path(os.environ.get("JPY_SESSION_NAME", ""))
-    if shell is None or path.suffix != ".ipynb" or not path.exists():
-        return None
-    return shell, path
-
-
 def answers_from_history(key: str, exclude: set[str] = frozenset(), check: str = UNKNOWN_CHECK) -> dict[str, str]:
     """``{cell id: fingerprint}`` of the answer cells of ``key`` as this kernel last ran them, read from
     its input history: for each answer cell of the kernel's notebook (but those in ``exclude``), the last
     code run before the check (fingerprint ``check``) that binds a name the cell binds. Empty outside a
     notebook kernel; a cell whose names no code in the history binds is left out (its pass cannot be
     compared with the saved answer, and shows as passed)."""
-    found = _kernel_notebook()
-    if found is None:
+    shell, path = kernel.shell(), kernel.notebook_path()
+    if shell is None or path is None:
         return {}
-    shell, path = found
-    from lmpolicy.notebook.checks import binds  # the one reading of what a cell binds; checks imports this module
-
     history = [source for source in getattr(shell.history_manager, "input_hist_raw", [])
                if source.strip() and fingerprint(source) != check]
     answers = {}
@@ -400,15 +401,38 @@ def is_written(source: str, placeholder: str = WRITTEN_PLACEHOLDER) -> bool:
 
 # --- states -----------------------------------------------------------------------------------------
 
+PASSED_STATUS, NOT_ATTEMPTED, STILL_EMPTY = "passed", "not attempted", "still empty"
+WRITTEN_STATUS = "written (graded by hand)"  # a written answer is never done here: the instructor grades it
+NO_REASON = "failing (no reason recorded)"
+
+
 @dataclass(frozen=True)
 class ItemState:
     item: GradedItem
-    done: bool
-    status: str  # "passed", "failing: <reason>", "changed since ...", "not attempted", "answered", "still empty"
+    done: bool    # a visible check that passed on the answer as saved
+    status: str   # PASSED_STATUS; a failed check's own words; CHANGED_STATUS...; NOT_ATTEMPTED; WRITTEN_STATUS; STILL_EMPTY
 
     @property
     def part(self) -> str:
         return "written answer" if self.item.written else "visible check"
+
+    @property
+    def written_in(self) -> bool:
+        """A written answer in its cell, waiting for the instructor: nothing left for the student to do."""
+        return self.item.written and self.status == WRITTEN_STATUS
+
+    @property
+    def settled(self) -> bool:
+        return self.done or self.written_in
+
+    @property
+    def mark(self) -> str:
+        """✓ passed, ✎ written (graded by hand), · not started, ✗ failing or changed since it passed."""
+        if self.done:
+            return "\u2713"
+        if self.written_in:
+            return "\u270e"
+        return "\u00b7" if self.status in (NOT_ATTEMPTED, STILL_EMPTY) else "\u2717"
 
 
 def _check_state(item: GradedItem, runs: dict, saved: dict[str, str]) -> tuple[bool, str]:
@@ -418,15 +442,15 @@ def _check_state(item: GradedItem, runs: dict, saved: dict[str, str]) -> tuple[b
     if run is None and set(runs) == {UNKNOWN_CHECK}:
         run = runs[UNKNOWN_CHECK]  # recorded where the check's cell was not known (format 1, scripts)
     if run is None:
-        return False, "not attempted"
+        return False, NOT_ATTEMPTED
     if run["state"] == PASSED:
         passed_on = run.get("answer") or {}
         if any(saved.get(cell) != code for cell, code in passed_on.items()):
             return False, SAVED_OTHER_STATUS  # the saved answer is not the one that passed
-        return True, "passed"
+        return True, PASSED_STATUS
     if run["state"] == CHANGED:
         return False, CHANGED_STATUS
-    return False, f"{run['state']}: {run.get('reason') or 'no reason recorded'}"
+    return False, run.get("reason") or NO_REASON  # the check's own words: "Check failed: ...", "Not defined yet: ..."
 
 
 def item_states(name: str, record_data: dict | None = None, student_notebook: Path | None = None) -> list[ItemState]:
@@ -437,8 +461,8 @@ def item_states(name: str, record_data: dict | None = None, student_notebook: Pa
     states = []
     for item in graded_items(name, student_notebook):
         if item.written:
-            answered = is_written(item.source, item.placeholder)
-            states.append(ItemState(item, answered, "answered" if answered else "still empty"))
+            states.append(ItemState(item, False, WRITTEN_STATUS if is_written(item.source, item.placeholder)
+                                    else STILL_EMPTY))
         else:
             states.append(ItemState(item, *_check_state(item, data["checks"].get(item.exercise.key, {}), saved)))
     return states
@@ -492,11 +516,17 @@ class ProgressTable(list):
         return "\n".join(lines + [f"(answers as last saved in {self.source})"])
 
 
+def _counted(states: list[ItemState]) -> tuple[str, str]:
+    """("3 of 7 items done, 1 written", "6 of 16"): the items done (and the written answers in, graded by hand),
+    the points of the checks passed of all the points."""
+    done, written = [s for s in states if s.done], sum(s.written_in for s in states)
+    items = f"{len(done)} of {len(states)} items done" + (f", {written} written" if written else "")
+    return items, f"{_points(sum(s.item.points for s in done))} of {_points(sum(s.item.points for s in states))}"
+
+
 def _total(label: str, states: list[ItemState]) -> tuple:
-    done = [s for s in states if s.done]
-    points = sum(s.item.points for s in states)
-    return (label, "", f"{len(done)} of {len(states)} items done", f"{_points(sum(s.item.points for s in done))} of "
-            f"{_points(points)}", "")
+    items, points = _counted(states)
+    return (label, "", items, points, "")
 
 
 def table() -> ProgressTable:
@@ -520,16 +550,12 @@ def notebook_summary(name: str, student_notebook: Path | None = None) -> str:
     if not states:
         raise ValueError(f"no graded cells found for notebook {name!r}: the notebooks are "
                          f"{', '.join(chapter().notebooks)}")
-    marks = {True: "\u2713", False: "\u2717"}
     lines = []
     width = max(len(_item_label(s, states)) + len(s.part) + 1 for s in states)
     for state in states:
-        failing = not state.done and state.status not in ("not attempted", "still empty")
-        mark = marks[state.done] if state.done or failing else "\u00b7"
-        lines.append(f"{mark} {(_item_label(state, states) + ' ' + state.part).ljust(width)}  {state.status}")
-    done = [s for s in states if s.done]
-    header = (f"{name}: {len(done)} of {len(states)} graded items done "
-              f"({_points(sum(s.item.points for s in done))} of {_points(sum(s.item.points for s in states))} points)")
+        lines.append(f"{state.mark} {(_item_label(state, states) + ' ' + state.part).ljust(width)}  {state.status}")
+    items, points = _counted(states)
+    header = f"{name}: {items} ({points} points)"
     footer = "(checks as they last ran, on your answers as last saved: save the notebook (Ctrl+S) first)"
     return "\n".join([header, *lines, footer])
 
@@ -556,7 +582,7 @@ class Overview:
     """The start page's first output: ``identity()``, then one row per notebook (items done, points, the first
     item not done with its state, in the table's words) and the course's total: one screen."""
 
-    HEADER = ("notebook", "done", "points", "next to do")
+    HEADER = ("notebook", "items", "points", "next to do")
 
     def __init__(self, who: str, rows: list[tuple], total: tuple, when: str, source: Path):
         self.who, self.rows, self.total, self.when, self.source = who, rows, total, when, source
@@ -587,9 +613,9 @@ class Overview:
 
 
 def _next_to_do(states: list[ItemState]) -> str:
-    waiting = next((s for s in states if not s.done), None)
+    waiting = next((s for s in states if not s.settled), None)
     if waiting is None:
-        return "nothing: every item done"
+        return "nothing: every check passed, every written answer in"
     return f"{_item_label(waiting, states)} {waiting.part}: {waiting.status}"
 
 
@@ -599,13 +625,9 @@ def overview() -> Overview:
     rows, everything = [], []
     for name in chapter().notebooks:
         states = item_states(name, data)
-        done = [s for s in states if s.done]
-        rows.append((name, f"{len(done)} of {len(states)}", f"{_points(sum(s.item.points for s in done))} of "
-                     f"{_points(sum(s.item.points for s in states))}", _next_to_do(states)))
+        rows.append((name, *_counted(states), _next_to_do(states)))
         everything += states
-    done = [s for s in everything if s.done]
-    total = ("course total", f"{len(done)} of {len(everything)}",
-             f"{_points(sum(s.item.points for s in done))} of {_points(sum(s.item.points for s in everything))}", "")
+    total = ("course total", *_counted(everything), "")
     when = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M")
     return Overview(identity(), rows, total, when, working_copy())
 

@@ -6,7 +6,7 @@ rewritten in place. So the feedback shows none of it. Each code cell but the tes
 the notebook the student handed in (``submitted/``, which no test ever touched: the student made them in their
 own JupyterLab), when the cell's source there is the one graded; otherwise none. What the feedback adds is the
 grader's own: the test cells' verdicts (made in the trusted kernel, see ``checks``), a demo's refusal (one of a
-finite set, so it carries nothing recorded: ``lmpolicy.demos.base``), and, for a cell that raised while graded,
+finite set, so it carries nothing recorded: ``lmpolicy.demos.refusals``), and, for a cell that raised while graded,
 one line naming a builtin exception's type (``checks.shown_exception``). The instructor still sees every output
 of the grading in the autograded notebook and in formgrader.
 """
@@ -102,6 +102,6 @@ def _is_demo_refusal(output) -> bool:
     """An error output that is, line for line, a demo's refusal of one of its members."""
     if output.get("output_type") != "error" or output.get("ename") != "DemoNotAvailableWhileGrading":
         return False
-    from lmpolicy.demos.base import every_member_refusal  # ipywidgets and matplotlib: only when needed
+    from lmpolicy.demos.refusals import every_member_refusal  # ipywidgets and matplotlib: only when needed
 
     return tuple(output.get("traceback", ())) in every_member_refusal()

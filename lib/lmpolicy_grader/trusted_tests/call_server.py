@@ -33,7 +33,7 @@ from collections import OrderedDict
 
 import torch
 
-from lmpolicy.notebook import checks  # imported before any submitted code runs, like everything here
+from lmpolicy.notebook import checks, student_frames  # imported before any submitted code runs, like everything here
 from lmpolicy_grader.kernels import comm_request
 from lmpolicy_grader.trusted_tests import codec as channel
 
@@ -138,10 +138,10 @@ def _counting(fn, calls: list):
 
 
 def _describe(error: BaseException) -> dict:
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if checks._is_students(f.filename)]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if student_frames.is_student_code(f.filename)]
     return {"type": type(error).__name__, "message": str(error)[:1000],
             "shortcut": isinstance(error, checks.LibraryShortcutUsed),
-            "frames": [checks._frame_line(f) for f in frames[-MAX_FRAMES:]]}
+            "frames": [student_frames.frame_line(f) for f in frames[-MAX_FRAMES:]]}
 
 
 def load_ipython_extension(shell) -> None:

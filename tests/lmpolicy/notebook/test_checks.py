@@ -118,6 +118,25 @@ def test_mark_done_ticks_nothing_and_says_the_written_answer_is_missing(tmp_path
     assert progress.load() == {}
 
 
+def test_mark_done_says_a_written_answer_is_graded_by_hand_not_done(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    import nbformat
+
+    copy = tmp_path / "work" / "ch11"
+    shutil.copytree(progress.release_dir(), copy)
+    notebook = nbformat.read(copy / "01_policy_softmax.ipynb", as_version=4)
+    next(c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex11_1b__manual").source = "By ..."
+    nbformat.write(notebook, copy / "01_policy_softmax.ipynb")
+    monkeypatch.setenv("LMPOLICY_PROGRESS_FILE", str(tmp_path / "p.json"))
+    monkeypatch.setenv("LMPOLICY_WORK_DIR", str(copy))
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    checks.mark_done("ex11_1b")
+    said = capsys.readouterr().out.strip()
+    assert said.startswith("\u270e Exercise 11.1(b): written (graded by hand)") and "\u2713" not in said
+    assert progress.load() == {}
+
+
 def test_done_writes_nothing_under_the_grader(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LMPOLICY_PROGRESS_FILE", str(tmp_path / "p.json"))
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
@@ -335,7 +354,7 @@ def test_a_cell_that_fails_after_done_counts_as_failing(kernel, tmp_path):
     kernel.run("checks.done('task3')\nchecks.check(False, 'a later check failed')")
     data = json.loads((tmp_path / "progress.json").read_text())
     (run,) = data["checks"]["task3"].values()
-    assert run == {**run, "state": "failing", "reason": "a later check failed"} and data["done"] == {}
+    assert run == {**run, "state": "failing", "reason": "Check failed: a later check failed"} and data["done"] == {}
 
 
 def release_cell(notebook: str, grade_id: str) -> str:
@@ -354,8 +373,9 @@ def test_summary_lists_each_graded_item_of_the_notebook_with_its_state(kernel):
     printed, error = kernel.run("checks.summary('02_temperature')")
     assert error is None
     lines = printed.strip().splitlines()
-    assert lines[0] == "02_temperature: 0 of 7 graded items done (0 of 16 points)"
-    assert lines[1].startswith("\u2717 Lab Task 2 visible check") and "failing: your function sample_with_temperature is not written yet" in lines[1]
+    assert lines[0] == "02_temperature: 0 of 7 items done (0 of 16 points)"
+    assert lines[1].startswith("\u2717 Lab Task 2 visible check")
+    assert "Check failed: your function sample_with_temperature is not written yet" in lines[1]
     assert lines[2].startswith("\u00b7 Exercise 02.top-k visible check") and lines[2].endswith("not attempted")
     assert any(line.startswith("\u00b7 Exercise 11.2(a) written answer") and line.endswith("still empty") for line in lines)
 
@@ -399,3 +419,74 @@ def test_a_check_cell_missing_a_name_says_so_and_nothing_else(kernel):
     assert one_verdict([ANSI.sub("", line) for line in error["traceback"]]) == (
         "\u2717 Not defined yet: nothing in this notebook defines sample_with_temperatur; "
         "did you mean sample_with_temperature?")
+
+
+def save_cell(notebook, grade: str, source: str) -> None:
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade).source = source
+    nbformat.write(nb, notebook)
+
+
+def test_a_restart_never_takes_away_the_pass_of_an_unchanged_answer(kernel, tmp_path):
+    """The check passes, the student saves and restarts the kernel, then runs the check first: it says "Not defined
+    yet" and judged nothing, so the pass stays, on the record and in the summary, for the answer as saved."""
+    import os
+
+    notebook = tmp_path / "02_temperature.ipynb"
+    save_cell(notebook, "task2__tests", CHECK_CELL)  # the check cell as the notebook holds it
+    kernel.run(GREEDY_AT_ZERO, cell_id=SAMPLER_CELL)
+    kernel.run(CHECK_CELL)
+    save_cell(notebook, SAMPLER_CELL, GREEDY_AT_ZERO)
+    kernel.close()
+    env = dict(os.environ, LMPOLICY_PROGRESS_FILE=str(tmp_path / "progress.json"), JPY_SESSION_NAME=str(notebook))
+    env.pop("NBGRADER_EXECUTION", None)
+    restarted = Kernel(env)
+    try:
+        restarted.run("import torch\nfrom lmpolicy.notebook import checks")
+        _, error = restarted.run(CHECK_CELL)
+        assert error["ename"] == "NameError"
+        data = json.loads((tmp_path / "progress.json").read_text())
+        (run,) = data["checks"]["task2"].values()
+        assert run["state"] == "passed" and "task2" in data["done"]
+        printed, _ = restarted.run("checks.summary('02_temperature')")
+        line = next(line for line in printed.splitlines() if "Lab Task 2 visible check" in line)
+        assert line.startswith("\u2713") and line.endswith("passed"), line
+    finally:
+        restarted.close()
+
+
+def test_a_check_run_before_its_answer_is_recorded_in_the_checks_own_words(kernel, tmp_path):
+    """No pass to keep: the start page and the summary say what the check said, never "failing: NameError"."""
+    save_cell(tmp_path / "02_temperature.ipynb", "task2__tests", CHECK_CELL)
+    kernel.run(CHECK_CELL)
+    (run,) = json.loads((tmp_path / "progress.json").read_text())["checks"]["task2"].values()
+    said = ("Not defined yet: sample_with_temperature is defined in Lab Task 2's answer cell, which has not run in "
+            "this kernel: run it first.")
+    assert run["state"] == "failing" and run["reason"] == said
+    printed, _ = kernel.run("checks.summary('02_temperature')")
+    line = next(line for line in printed.splitlines() if "Lab Task 2 visible check" in line)
+    assert line.endswith(said) and "NameError" not in printed
+
+
+def test_a_check_cell_is_known_by_the_notebooks_test_cell_without_a_done_call(kernel, tmp_path):
+    """A check cell that calls an exercise's check module (no ``done("key")`` in its code) is recorded as its
+    notebook's test cell says, failing in the check's words, whether the front end sends the cell's id or not."""
+    import nbformat
+
+    notebook = tmp_path / "02_temperature.ipynb"
+    nb = nbformat.read(notebook, as_version=4)
+    test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "task2__tests")
+    test.source = ("from lmpolicy.notebook import checks\nchecks.check(kept_right, 'top-k kept the wrong tokens')\n"
+                   "getattr(checks, 'done')('task2')  # as a check module calls it")
+    nbformat.write(nb, notebook)
+    kernel.run("kept_right = False")
+    kernel.run(test.source)  # nbclient sends no cell id: known by its code
+    (run,) = json.loads((tmp_path / "progress.json").read_text())["checks"]["task2"].values()
+    assert run["state"] == "failing" and run["reason"] == "Check failed: top-k kept the wrong tokens"
+    kernel.run("kept_right = True")
+    kernel.run(test.source, cell_id=test.id)  # JupyterLab sends it: known by its id
+    data = json.loads((tmp_path / "progress.json").read_text())
+    (run,) = data["checks"]["task2"].values()
+    assert run["state"] == "passed" and "task2" in data["done"]

@@ -147,7 +147,8 @@ def write_answer(copy, name, grade_id, text):
     nbformat.write(nb, path)
 
 
-def test_a_written_answer_counts_only_when_its_cell_holds_more_than_the_placeholder(progress_path, working_copy):
+def test_a_written_answer_is_written_graded_by_hand_once_its_cell_holds_more_than_the_placeholder(
+        progress_path, working_copy):
     def state_of(grade_id):
         (state,) = [s for s in progress.item_states("01_policy_softmax") if s.item.grade_id == grade_id]
         return state
@@ -156,7 +157,10 @@ def test_a_written_answer_counts_only_when_its_cell_holds_more_than_the_placehol
     write_answer(working_copy, "01_policy_softmax", "ex11_1b__manual", "  YOUR ANSWER HERE \n")
     assert not state_of("ex11_1b__manual").done
     write_answer(working_copy, "01_policy_softmax", "ex11_1b__manual", "By the chain rule, ...")
-    assert state_of("ex11_1b__manual").done and state_of("ex11_1b__manual").status == "answered"
+    written = state_of("ex11_1b__manual")
+    # in, for the instructor to grade: never "done" here, and nothing left for the student to do
+    assert not written.done and written.status == "written (graded by hand)" and written.settled
+    assert written.mark == "\u270e"
     # a question the release put into the answer cell is not an answer either (notebook 08)
     question = [c.source for c in release_cells("08_tinylm_reinforce")
                 if c.metadata.get("nbgrader", {}).get("grade_id") == "ex11_10__why_manual"][0]
@@ -218,7 +222,7 @@ def test_a_file_from_a_newer_format_is_moved_aside_not_overwritten(progress_path
 def test_each_notebooks_summary_has_a_line_per_graded_cell(name, progress_path, monkeypatch, tmp_path):
     monkeypatch.setenv("LMPOLICY_WORK_DIR", str(tmp_path / "no-copy"))  # the release: nothing done yet
     lines = progress.notebook_summary(name).splitlines()
-    assert lines[0] == f"{name}: 0 of {len(grade_cells(name))} graded items done (0 of {cell_points(name):g} points)"
+    assert lines[0] == f"{name}: 0 of {len(grade_cells(name))} items done (0 of {cell_points(name):g} points)"
     assert len(lines) == len(grade_cells(name)) + 2
     assert all(line.endswith(("not attempted", "still empty")) for line in lines[1:-1])
 
@@ -333,16 +337,18 @@ def test_the_start_page_says_who_the_student_is_and_whose_numbers_they_get(monke
 
 def test_the_overview_has_one_row_per_notebook_with_what_is_next_in_the_tables_words(progress_path, working_copy):
     write_answer(working_copy, "01_policy_softmax", "ex11_1b__manual", "By the chain rule, ...")
-    progress.record_failure("nb01_softmax", "returned NaN", check=progress.fingerprint(next(
+    progress.record_failure("nb01_softmax", "Check failed: returned NaN", check=progress.fingerprint(next(
         c.source for c in release_cells("01_policy_softmax") if grade_id(c) == "nb01_softmax__tests")))
     shown = progress.overview()
     assert [row[0] for row in shown.rows] == list(progress.chapter().notebooks)
     first = shown.rows[0]
-    assert first[1].startswith("1 of ") and first[3] == "Exercise 01.softmax visible check: failing: returned NaN"
+    # the written answer is in (not done), and what is next reads in the check's own words
+    assert first[1] == f"0 of {len(grade_cells('01_policy_softmax'))} items done, 1 written"
+    assert first[3] == "Exercise 01.softmax visible check: Check failed: returned NaN"
     # the words are the detailed table's: the same status for the same item
-    assert any(row[0] == "Exercise 01.softmax" and row[4] == "failing: returned NaN" for row in progress.table())
+    assert any(row[0] == "Exercise 01.softmax" and row[4] == "Check failed: returned NaN" for row in progress.table())
     everything = sum(len(grade_cells(name)) for name in progress.chapter().notebooks)
-    assert shown.total[1] == f"1 of {everything}"
+    assert shown.total[1] == f"0 of {everything} items done, 1 written"
     page = shown._repr_html_()
     # a table a screen reader can read: a caption, column and row headers; the id on top
     assert page.index("lmpolicy-who") < page.index("<table") and "<caption" in page
