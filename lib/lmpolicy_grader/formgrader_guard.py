@@ -14,6 +14,10 @@ through formgrader's API. This extension answers those two routes instead of for
   a policy that runs nothing (``default-src 'none'; sandbox``); any other file, an HTML or SVG page a student
   handed in beside the notebook and linked to, is not served (404).
 
+It also adds formgrader a page, the rubric page of a notebook (/formgrader/rubric/<assignment>/<notebook>/,
+``lmpolicy_grader.rubric``): the class's written answers, identical ones grouped, each with its cell's rubric, sent
+with the same policy and a nonce per request; it writes grades only through formgrader's own API.
+
 Every other route of formgrader (the navigation between submissions, its static files, its API) is formgrader's.
 Tornado tries the routes in the order extensions added them, and Jupyter loads extensions in the order of their
 names: this one ("lmpolicy_grader...") before formgrader ("nbgrader..."), so that its routes come first. If formgrader
@@ -28,6 +32,7 @@ from pathlib import PurePath
 
 from jupyter_server.utils import url_path_join
 from nbgrader.server_extensions.formgrader import handlers as formgrader
+from nbgrader.server_extensions.formgrader.base import check_notebook_dir, check_xsrf
 from tornado import web
 
 from lmpolicy_grader.content_policy import new_nonce, policy
@@ -48,8 +53,8 @@ class _PageExporter:
         return self._exporter.from_filename(filename, resources={**(resources or {}), "csp_nonce": self._nonce}, **kw)
 
 
-class GuardedSubmissionHandler(formgrader.SubmissionHandler):
-    """Formgrader's grading page of a submission, sanitized, with the page's Content-Security-Policy."""
+class _PagePolicy:
+    """A page's Content-Security-Policy with a nonce of its own, beside Jupyter's policy."""
 
     @property
     def csp_nonce(self) -> str:
@@ -61,6 +66,10 @@ class GuardedSubmissionHandler(formgrader.SubmissionHandler):
     @property
     def content_security_policy(self) -> str:
         return ", ".join([super().content_security_policy, policy(self.csp_nonce)])
+
+
+class GuardedSubmissionHandler(_PagePolicy, formgrader.SubmissionHandler):
+    """Formgrader's grading page of a submission, sanitized, with the page's Content-Security-Policy."""
 
     @property
     def exporter(self):
@@ -79,6 +88,20 @@ class SubmissionImagesHandler(formgrader.SubmissionFilesHandler):
             raise web.HTTPError(404, "formgrader serves a submission's images only")
         return super().validate_absolute_path(root, absolute_path)
 
+
+class RubricHandler(_PagePolicy, formgrader.BaseHandler):
+    """The rubric page of a notebook of an assignment (``lmpolicy_grader.rubric.page``)."""
+
+    @web.authenticated
+    @check_xsrf
+    @check_notebook_dir
+    def get(self, assignment_id: str, notebook_id: str):
+        from lmpolicy_grader.rubric.page import render
+
+        self.write(render(self.gradebook, self.coursedir, assignment_id, notebook_id, self.base_url, self.csp_nonce))
+
+
+RUBRIC_ROUTE = r"formgrader/rubric/([^/]+)/([^/]+)/?"
 
 GUARDED = {formgrader.SubmissionHandler: GuardedSubmissionHandler,
            formgrader.SubmissionFilesHandler: SubmissionImagesHandler}
@@ -103,5 +126,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
     if "nbgrader_formgrader" in web_app.settings:
         raise RuntimeError("lmpolicy_grader.formgrader_guard must load before nbgrader's formgrader, whose routes "
                            "would otherwise answer first: keep both extensions' names as they are")
-    web_app.add_handlers(".*$", guarded_routes(web_app.settings["base_url"]))
+    base_url = web_app.settings["base_url"]
+    web_app.add_handlers(".*$", guarded_routes(base_url))
+    web_app.add_handlers(".*$", [(url_path_join(base_url, RUBRIC_ROUTE), RubricHandler)])
     serverapp.log.info("formgrader's pages of a submission are guarded (lmpolicy_grader.formgrader_guard)")
