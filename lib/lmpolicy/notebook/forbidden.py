@@ -62,11 +62,6 @@ _VARIANT = Shortcuts(library=(ANSWER_KEY,))
 
 # The notebooks not yet given a module of lmpolicy.exercises; each module declares its own exercises.
 FORBIDDEN: dict[str, Shortcuts] = {
-    # 02
-    "task2": Shortcuts(library=(f"{GENERATE}:sample_next_token", f"{GENERATE}:generate")),
-    "nb02_top_k": Shortcuts(library=(f"{GENERATE}:sample_next_token", f"{GENERATE}:generate")),
-    "nb02_top_p": Shortcuts(library=(f"{GENERATE}:sample_next_token", f"{GENERATE}:generate")),
-    "ex11_2b": _VARIANT,
     # 04
     "ex11_3a": Shortcuts(library=(f"{TILTING}:expected_reward",)),
     "ex11_3b": Shortcuts(library=(f"{TILTING}:expected_reward",)),
