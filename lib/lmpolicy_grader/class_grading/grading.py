@@ -16,10 +16,10 @@ take seconds; a ``WorkerPlugin`` (``GraderStartup``) does it once per worker pro
 cluster or is restarted, and the tasks find it done (``worker_config``). It also checks, on the worker,
 what the worker needs: one thread, the course folder in view, the sandbox if the kernels are to run in
 one. The imports are paid once in all on the local cluster, whose workers are forked from a process that
-has made them (``cluster``), as the course's old pool forked its workers from a parent that had; there
-the plugin first gives the worker the grader's environment and working directory at the time of grading.
-A worker started by Dask's tools is a fresh interpreter and pays them itself. ``bench/bench_grading.py
---part engine`` measures what the engine costs against such a pool.
+has made them (``cluster``); there the plugin first gives the worker the grader's environment and working
+directory at the time of grading. A worker started by Dask's tools is a fresh interpreter and pays them
+itself. ``bench/bench_grading.py --part engine`` measures what the engine costs against a plain pool of
+forked processes.
 
 How a dead worker is handled. A submission can kill the process that grades it (outside the
 sandbox), and a machine can be lost. The grader keeps no more notebooks in flight than the cluster

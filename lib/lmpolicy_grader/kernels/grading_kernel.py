@@ -124,7 +124,7 @@ class GradingKernelManager(AsyncKernelManager):
 
     _sandbox: Sandbox | None = None
     _output: DrainedPipe | None = None  # the kernel's stdout and stderr (and its sandbox's): a pipe, never a file
-    _awaiting_notebook = False  # started before its notebook was known (kernel_pool): move_in comes later
+    _awaiting_notebook = False  # started before its notebook was known (a spare, ``spares``): move_in comes later
     _forked_start: dict | None = None  # the kernel's command line and environment, when it is to be forked
     _fork_failed = False  # the zygote could not fork into the sandbox once: this kernel starts from its command line
 
@@ -149,7 +149,7 @@ class GradingKernelManager(AsyncKernelManager):
                 json.dumps(self.kernel_spec.to_dict(), sort_keys=True), tuple(sorted(os.environ.items())))
 
     async def start_for_a_later_notebook(self, **kw) -> None:
-        """Start the kernel before its notebook is known (a spare of ``kernel_pool``); ``move_in``
+        """Start the kernel before its notebook is known (a spare, ``spares``); ``move_in``
         gives it its notebook folder before any of the notebook's code runs."""
         self._awaiting_notebook = True
         await self.start_kernel(**kw)

@@ -40,7 +40,7 @@ class TrustedKernelManager(AsyncKernelManager):
 
     client_class = DottedObjectName("lmpolicy_grader.kernels.ready_client.ReadyKernelClient")
 
-    forked = Bool(True, help="fork the kernel from a zygote that has imported torch (forked_kernel.py) instead "
+    forked = Bool(True, help="fork the kernel from a zygote that has imported torch (``kernels.forked``) instead "
                              "of starting it from its command line").tag(config=True)
 
     @property

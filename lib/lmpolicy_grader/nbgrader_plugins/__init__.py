@@ -4,7 +4,7 @@ The preprocessors close the holes of stock nbgrader 0.9.6 (see docs/instructors.
 feedback's HTML exporter (``feedback_exporter``) and the ``nbgrader export`` plugin (``export``). The
 preprocessors ``nbgrader_config.py`` names most are re-exported here:
 
-- ``DeduplicateGradeIds`` (sanitizing): a duplicated cell no longer fails the whole notebook.
+- ``DeduplicateGradeIds`` (sanitizing): a duplicated cell does not fail the whole notebook.
 - ``RestoreDeletedCells`` (sanitizing): deleted cells, except answers, come back where the release had them.
 - ``GradingExecute`` (autograding): stock ``Execute`` in the limited kernel, with timeouts, a time
   budget, an output cap and a clear reason when it fails; the test cells in a trusted kernel

@@ -1,4 +1,4 @@
-"""Sanitizing: a duplicated cell no longer fails the whole notebook."""
+"""Sanitizing: a duplicated cell does not fail the whole notebook."""
 from __future__ import annotations
 
 from nbgrader.preprocessors import DeduplicateIds
