@@ -75,8 +75,11 @@ def test_run_all_stopped_by_a_check_shows_the_check(lab_server, student_copy, pa
     page.wait_for_timeout(1_500)  # the script waits for JupyterLab's own scroll, then settles
     page.screenshot(path=str(shots / "run-all-stopped-at-check.png"))
 
-    assert "jp-mod-active" in cell(page, last).get_attribute("class"), "Run All made the last cell the active one"
     assert in_view(page, check) >= 40, "the failing check's output is out of view: the student sees no ✗"
+    assert "jp-mod-active" in cell(page, check).get_attribute("class"), "the active cell is not the failing check"
+    assert "jp-mod-active" not in cell(page, last).get_attribute("class")
+    said = page.locator("#lmpolicy-run-stopped[role=status]").text_content()
+    assert said.startswith(f"The run stopped at cell {check + 1}: \u2717 Check failed: softmax("), said
     assert cell(page, check).locator(".jp-OutputArea-output", has_text="\u2717").first.is_visible()
     # the script shows nothing of itself: no empty output row under the check
     scripts = cell(page, check).locator(".jp-OutputArea-child:has(.jp-RenderedJavaScript)")
@@ -87,13 +90,13 @@ def test_run_all_stopped_by_a_check_shows_the_check(lab_server, student_copy, pa
 
 @pytest.fixture
 def bars_notebook(lab_server, student_copy):
-    """A notebook of the student's work folder whose long cell trains four tiny runs labelled as notebook 08's,
-    with prose above and below it so that the last cell is far below the training."""
+    """A notebook of the student's work folder whose two long cells train four tiny runs labelled as notebook 08's,
+    with prose between them and below, so that the last cell is far below each training."""
     runs = [f"reinforce.train(replace(tiny, beta={label.rsplit('= ', 1)[1]}), model, label={label!r})"
             for label in RUN_LABELS[:2]]
     runs.append(f"reinforce.train(replace(tiny, method='rft', beta=0.0), model, label={RUN_LABELS[2]!r})")
-    runs.append("result = sft.train(replace(sft.SFTRecipe(), max_updates=2, eval_every_updates=2, n_examples=512, "
-                f"heldout_measured=50, stop_at_target=False), model, label={RUN_LABELS[3]!r})")
+    later_run = ("result = sft.train(replace(sft.SFTRecipe(), max_updates=2, eval_every_updates=2, n_examples=512, "
+                 f"heldout_measured=50, stop_at_target=False), model, label={RUN_LABELS[3]!r})")
     notebook = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_markdown_cell("# Training runs\n\n" + FILLER),
         nbformat.v4.new_code_cell("from dataclasses import replace\n\nimport torch\n\n"
@@ -104,6 +107,8 @@ def bars_notebook(lab_server, student_copy):
                                   "prompts_per_update=16, heldout_measured=50, stop_at_target=False)"),
         nbformat.v4.new_markdown_cell("## The runs\n\n" + FILLER),
         nbformat.v4.new_code_cell("\n".join(runs)),
+        nbformat.v4.new_markdown_cell("## Another run\n\n" + FILLER),
+        nbformat.v4.new_code_cell(later_run),
         nbformat.v4.new_markdown_cell("## After the runs\n\n" + FILLER),
         nbformat.v4.new_code_cell('print("the end")'),
     ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}})
@@ -122,14 +127,19 @@ def test_progress_bars_in_view_one_width_labels_on_one_line(lab_server, bars_not
     training_in_view = in_view(page, 3)  # asserted last, after the bars' layout
 
     wait_until_run(page, RUN_TIMEOUT_MS)
+    page.wait_for_timeout(1_000)
+    page.screenshot(path=str(shots / "training-ended.png"))
+    later_training_in_view = in_view(page, 5)  # the second long cell, below the first: the view followed it
     from playwright.sync_api import expect
 
+    bars = page.locator(".jp-Notebook .widget-hprogress")
     expect(bars).to_have_count(len(RUN_LABELS))
-    output = cell(page, 3).locator(".jp-OutputArea")
-    output.screenshot(path=str(shots / "progress-bars.png"))
+    # every cell laid out for the measure (JupyterLab skips the layout of cells out of view: content-visibility)
+    page.add_style_tag(content=".jp-Notebook * { content-visibility: visible !important; }")
+    cell(page, 3).locator(".jp-OutputArea").screenshot(path=str(shots / "progress-bars.png"))
     widths = bars.evaluate_all("nodes => nodes.map(n => Math.round(n.getBoundingClientRect().width))")
     assert len(set(widths)) == 1, f"the bars differ in width: {widths}"
-    labels = cell(page, 3).locator(".widget-hbox > .widget-html:first-child")
+    labels = page.locator(".jp-Notebook .widget-hbox > .widget-html:first-child")
     shown = labels.evaluate_all("""nodes => nodes.map(n => {
         const text = n.querySelector('.widget-html-content');
         const range = document.createRange();
@@ -139,3 +149,4 @@ def test_progress_bars_in_view_one_width_labels_on_one_line(lab_server, bars_not
     assert [label["text"].split(":")[0].strip() for label in shown] == list(RUN_LABELS)
     assert all(label["lines"] == 1 for label in shown), f"a label wraps: {shown}"
     assert training_in_view >= 40, "the training cell's progress bar was out of view while it ran"
+    assert later_training_in_view >= 40, "the second training cell's progress bar was out of view while it ran"

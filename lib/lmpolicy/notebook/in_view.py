@@ -10,10 +10,12 @@ could. What the kernel can do is show a small script after the output concerned,
 the kernel has just made is trusted, as the demos' scripts in ``lmpolicy.demos.accessible``):
 
 - after a cell that raised (``install``: an IPython hook, once per kernel), the cell is brought into view when none
-  of its output is in view: Run All stopped there, and its error (a check's ✗ lines) is what to read;
+  of its output is in view: Run All stopped there, and its error (a check's ✗ lines) is what to read. A status
+  line for screen readers says where the run stopped and the error's first line, and, when the keyboard is on
+  the notebook (not typing in a cell), the cell becomes the active one;
 - when a training run starts its progress bar (``lmpolicy.tinylm.runs``), its cell is brought into view when it is
-  out of view while the notebook's active cell is in view: the view is where JupyterLab put it (the last cell, on a
-  Run All), not where the student scrolled to read.
+  out of view while the view is where JupyterLab put it (on the active cell: the last one, on a Run All) or where
+  an earlier bar put it, not where the student scrolled to read.
 
 The script hides its own (empty) output and acts once, only on an output made in the last half minute: a notebook
 reopened with its outputs saved does not jump. It is shown only in a kernel JupyterLab started for a notebook
@@ -47,9 +49,10 @@ SCRIPT = """
       return Math.min(box.bottom, view.bottom) - Math.max(box.top, view.top) >= Math.min(40, box.height);
     };
     if (seen(outputs)) return;
-    if (spec.kind === 'progress') {
+    if (spec.kind === 'progress') {  // only while the view is where JupyterLab or an earlier bar put it
       const active = scroller.querySelector('.jp-Cell.jp-mod-active');
-      if (active && !seen(active)) return;  // the student scrolled away to read: the view is theirs
+      const ours = Math.abs(scroller.scrollTop - Number(scroller.dataset.lmpolicyTop)) < 4;
+      if (active && !seen(active) && !ours) return;  // the student scrolled away to read: the view is theirs
     }
     const offset = () => {  // the cell a third down the view, the cells above it in sight (its output at the
       // top, when the cell is taller than the view)
@@ -63,9 +66,36 @@ SCRIPT = """
       if (Math.abs(off) > 2 && tries++ < 5) {
         scroller.scrollTop += off;
         requestAnimationFrame(() => requestAnimationFrame(settle));
+      } else {
+        scroller.dataset.lmpolicyTop = String(scroller.scrollTop);
       }
     };
     settle();
+    if (spec.kind === 'stopped') stoppedAt(cell, scroller.closest('.jp-Notebook'));
+  };
+  const stoppedAt = (cell, notebook) => {
+    // Said to a screen reader: where the run stopped, and the error's first line (a check's first ✗ line).
+    const number = Number(cell.getAttribute('data-windowed-list-index')) + 1;
+    const error = cell.querySelector('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]');
+    const words = error ? error.textContent.trim().split(/\\n/)[0] : '';
+    let status = document.getElementById('lmpolicy-run-stopped');
+    if (!status) {
+      status = document.createElement('div');
+      status.id = 'lmpolicy-run-stopped';
+      status.setAttribute('role', 'status');
+      status.style.cssText = 'position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);';
+      document.body.appendChild(status);
+    }
+    status.textContent = 'The run stopped at cell ' + number + (words ? ': ' + words : '.');
+    // The cell becomes the active one (Shift+Enter runs it again, k goes up to the answer), when the keyboard is
+    // on this notebook and not typing in a cell: JupyterLab makes active the cell that takes the focus.
+    const focused = document.activeElement;
+    if (!notebook || !notebook.contains(focused) || focused.closest('.cm-editor, input, textarea, select')) return;
+    const output = cell.querySelector('.jp-OutputArea-output') || cell;
+    output.setAttribute('tabindex', '-1');
+    output.focus({ preventScroll: true });
+    notebook.focus({ preventScroll: true });
+    output.removeAttribute('tabindex');
   };
   let waited = 0;
   const attached = () => {  // JupyterLab runs the script before it puts the output in the page
