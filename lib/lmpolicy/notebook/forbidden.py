@@ -83,11 +83,6 @@ FORBIDDEN: dict[str, Shortcuts] = {
     "ex11_4d": _VARIANT,
     "ex11_6c": Shortcuts(library=(f"{KL}:kl_estimates", f"{KL_PLACEMENT}:kl_estimate")),
     "ex11_9d": _VARIANT,
-    # 08
-    "nb08_baseline": Shortcuts(library=(f"{REINFORCE}:leave_one_out_baseline",)),
-    "nb08_kl_reward": Shortcuts(library=(f"{REINFORCE}:kl_penalized_rewards", f"{KL_PLACEMENT}:kl_in_reward",
-                                         f"{KL_PLACEMENT}:no_kl_in_reward", f"{KL_PLACEMENT}:kl_estimate")),
-    "nb08_pg_loss": Shortcuts(library=(f"{REINFORCE}:policy_gradient_loss", f"{KL_PLACEMENT}:kl_loss_term")),
 }
 
 
