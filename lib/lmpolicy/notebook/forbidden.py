@@ -77,12 +77,6 @@ FORBIDDEN: dict[str, Shortcuts] = {
     "ex11_8b": _VARIANT,
     "ex11_9a": _VARIANT,
     "ex11_9c": _VARIANT,
-    # 06
-    "task3": Shortcuts(library=(f"{KL}:kl_estimates", f"{KL_PLACEMENT}:kl_estimate")),
-    "ex11_4c": _VARIANT,
-    "ex11_4d": _VARIANT,
-    "ex11_6c": Shortcuts(library=(f"{KL}:kl_estimates", f"{KL_PLACEMENT}:kl_estimate")),
-    "ex11_9d": _VARIANT,
 }
 
 
