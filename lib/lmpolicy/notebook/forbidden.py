@@ -62,10 +62,6 @@ _VARIANT = Shortcuts(library=(ANSWER_KEY,))
 
 # The notebooks not yet given a module of lmpolicy.exercises; each module declares its own exercises.
 FORBIDDEN: dict[str, Shortcuts] = {
-    # 04
-    "ex11_3a": Shortcuts(library=(f"{TILTING}:expected_reward",)),
-    "ex11_3b": Shortcuts(library=(f"{TILTING}:expected_reward",)),
-    "ex11_3c": Shortcuts(library=(f"{KL}:kl", f"{KL}:sequence_kl", f"{KL}:chain_rule_kl")),
     # 05
     "task4": Shortcuts(library=(f"{TILTING}:tilted_optimum", f"{TILTING}:kl_objective", f"{TILTING}:frontier",
                                 f"{TILTING}:token_level_optimum", f"{TILTING}:soft_values",
