@@ -73,11 +73,10 @@ work-copy:
 
 # A student's JupyterLab: nbgrader's Validate, but not the instructor's tools (jupyter-config/student).
 # `make lab STUDENT=<id>`: the student's own numbers in the numeric exercises (lib/lmpolicy/per_student/variants.py).
-# The start page's first cell is filled in first (who the student is, their progress), so that it shows
-# both when opened (should that fail, the lab still starts); the browser, and the URL printed with --no-browser, open that page (default_url).
+# The server shows the start page with who the student is and their progress as of the moment it is opened
+# (jupyter-config/student: lmpolicy.notebook.start_page_contents); the browser, and the URL printed with
+# --no-browser, open that page (default_url).
 lab: $(STUDENT_VENV) work-copy
-	@$(STUDENT_ENV) $(BIN)/python -m lmpolicy.notebook.progress fill-start-page "$(START_PAGE)" || \
-	    echo "(the start page shows your progress once you run its first cell)"
 	$(STUDENT_ENV) JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	$(JUPYTER_LAB) --LabApp.default_url=/lab/tree/$(START_PAGE) $(LAB_ARGS)
 

@@ -83,9 +83,9 @@ def test_start_here_shows_each_graded_item_with_its_state_and_the_totals(tmp_pat
     assert "<td>visible check</td><td>3</td><td>Check failed: returned NaN</td>" in row_of(html, "Lab Task 2")
     assert html.count("<td>passed</td>") == 1 and html.count(f"<td>{progress.WRITTEN_STATUS}</td>") == 1
     nb01_cells = graded_cells("01_policy_softmax")
-    assert (f"<td>notebook 01_policy_softmax</td><td></td><td>0 of {len(nb01_cells)} items done, 1 written</td>"
+    assert (f"<td>notebook 01_policy_softmax</td><td></td><td>0 of {len(nb01_cells)} items done, 1 written (graded by hand)</td>"
             f"<td>0 of {points_of(nb01_cells)}</td>") in html
-    assert (f"<td>course total</td><td></td><td>1 of {len(every)} items done, 1 written</td>"
+    assert (f"<td>course total</td><td></td><td>1 of {len(every)} items done, 1 written (graded by hand)</td>"
             f"<td>3 of {points_of(every)}</td>" in html)
 
 

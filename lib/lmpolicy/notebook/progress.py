@@ -33,7 +33,6 @@ import html
 import json
 import os
 import re
-import sys
 import tempfile
 import warnings
 from dataclasses import dataclass
@@ -468,7 +467,7 @@ def item_states(name: str, record_data: dict | None = None, student_notebook: Pa
     return states
 
 
-def _item_label(state: ItemState, states: list[ItemState]) -> str:
+def item_label(state: ItemState, states: list[ItemState]) -> str:
     """The exercise's label, with the cell's name when the exercise has several items of this kind."""
     same = [s for s in states if s.item.exercise == state.item.exercise and s.item.written == state.item.written]
     if len(same) == 1:
@@ -482,6 +481,11 @@ def _points(value: float) -> str:
 
 
 _CODE, _AS_CODE = re.compile(r"`([^`]+)`"), r"<code>\1</code>"
+
+
+def as_html(text) -> str:
+    """A table cell's text as HTML: escaped, its `code` shown as code."""
+    return _CODE.sub(_AS_CODE, html.escape(str(text)))
 
 
 class ProgressTable(list):
@@ -500,7 +504,7 @@ class ProgressTable(list):
         def row(cells, tag="td", style=""):
             scope = ' scope="col"' if tag == "th" else ""  # a screen reader names each cell by its column
             return f"<tr{style}>" + "".join(f'<{tag}{scope} style="text-align:left">'
-                                            f'{_CODE.sub(_AS_CODE, html.escape(str(c)))}</{tag}>'
+                                            f'{as_html(c)}</{tag}>'
                                             for c in cells) + "</tr>"
 
         body = "".join(row(r, style=' style="font-weight:bold"' if r[0].startswith(("notebook", "course")) else "")
@@ -516,17 +520,31 @@ class ProgressTable(list):
         return "\n".join(lines + [f"(answers as last saved in {self.source})"])
 
 
-def _counted(states: list[ItemState]) -> tuple[str, str]:
-    """("3 of 7 items done, 1 written", "6 of 16"): the items done (and the written answers in, graded by hand),
-    the points of the checks passed of all the points."""
-    done, written = [s for s in states if s.done], sum(s.written_in for s in states)
-    items = f"{len(done)} of {len(states)} items done" + (f", {written} written" if written else "")
-    return items, f"{_points(sum(s.item.points for s in done))} of {_points(sum(s.item.points for s in states))}"
+@dataclass(frozen=True)
+class Count:
+    """How far a list of items is: the items done, of all, and the written answers in (graded by hand); the points
+    of the checks passed, of all the points."""
+    done: int
+    of: int
+    written: int
+    points: str
+
+    @classmethod
+    def of_states(cls, states: list[ItemState]) -> Count:
+        done = [s for s in states if s.done]
+        return cls(len(done), len(states), sum(s.written_in for s in states),
+                   f"{_points(sum(s.item.points for s in done))} of {_points(sum(s.item.points for s in states))}")
+
+    def items(self, short: bool = False) -> str:
+        """"3 of 7 items done, 1 written (graded by hand)"; ``short``: "3 of 7, 1 written"."""
+        if short:
+            return f"{self.done} of {self.of}" + (f", {self.written} written" if self.written else "")
+        return f"{self.done} of {self.of} items done" + (f", {self.written} {WRITTEN_STATUS}" if self.written else "")
 
 
 def _total(label: str, states: list[ItemState]) -> tuple:
-    items, points = _counted(states)
-    return (label, "", items, points, "")
+    count = Count.of_states(states)
+    return (label, "", count.items(), count.points, "")
 
 
 def table() -> ProgressTable:
@@ -536,7 +554,7 @@ def table() -> ProgressTable:
     for name in chapter().notebooks:
         states = item_states(name, data)
         for state in states:
-            rows.append((_item_label(state, states), state.item.exercise.title, state.part,
+            rows.append((item_label(state, states), state.item.exercise.title, state.part,
                          _points(state.item.points), state.status))
         rows.append(_total(f"notebook {name}", states))
         everything += states
@@ -551,122 +569,10 @@ def notebook_summary(name: str, student_notebook: Path | None = None) -> str:
         raise ValueError(f"no graded cells found for notebook {name!r}: the notebooks are "
                          f"{', '.join(chapter().notebooks)}")
     lines = []
-    width = max(len(_item_label(s, states)) + len(s.part) + 1 for s in states)
+    width = max(len(item_label(s, states)) + len(s.part) + 1 for s in states)
     for state in states:
-        lines.append(f"{state.mark} {(_item_label(state, states) + ' ' + state.part).ljust(width)}  {state.status}")
-    items, points = _counted(states)
-    header = f"{name}: {items} ({points} points)"
+        lines.append(f"{state.mark} {(item_label(state, states) + ' ' + state.part).ljust(width)}  {state.status}")
+    count = Count.of_states(states)
+    header = f"{name}: {count.items()} ({count.points} points)"
     footer = "(checks as they last ran, on your answers as last saved: save the notebook (Ctrl+S) first)"
     return "\n".join([header, *lines, footer])
-
-
-# --- the start page's first cell: who the student is, and where they are --------------------------
-
-def identity() -> str:
-    """One sentence (markdown-free text) saying who the student is here and whose numbers they get."""
-    from lmpolicy.per_student import variants  # the one reading of the student's id
-
-    student = variants.student_id()
-    if student is not None:
-        source = ("your hub user name" if not os.environ.get(variants.STUDENT_ID_VARIABLE, "").strip()
-                  else "set by `make lab STUDENT=...`")
-        return (f"You are {student} (student id {source}): the numeric exercises give you your own numbers, "
-                f"drawn from this id.")
-    if variants.variants_off():
-        return "No student id: the course gives everyone the chapter's numbers in the numeric exercises."
-    return (f"No student id is set, so the numeric exercises show the chapter's numbers, not your own: for yours, "
-            f"{variants.SET_ID_HOW}.")
-
-
-class Overview:
-    """The start page's first output: ``identity()``, then one row per notebook (items done, points, the first
-    item not done with its state, in the table's words) and the course's total: one screen."""
-
-    HEADER = ("notebook", "items", "points", "next to do")
-
-    def __init__(self, who: str, rows: list[tuple], total: tuple, when: str, source: Path):
-        self.who, self.rows, self.total, self.when, self.source = who, rows, total, when, source
-
-    def _repr_html_(self) -> str:
-        def cells(row, first_tag):
-            first = (f'<{first_tag} scope="row" style="text-align:left">'
-                     f'{_CODE.sub(_AS_CODE, html.escape(str(row[0])))}</{first_tag}>')
-            return first + "".join(f'<td style="text-align:left">{_CODE.sub(_AS_CODE, html.escape(str(c)))}</td>'
-                                   for c in row[1:])
-
-        head = "".join(f'<th scope="col" style="text-align:left">{html.escape(h)}</th>' for h in self.HEADER)
-        body = "".join(f"<tr>{cells(row, 'th')}</tr>" for row in self.rows)
-        foot = f"<tr style=\"font-weight:bold\">{cells(self.total, 'th')}</tr>"
-        return (f'<p class="lmpolicy-who"><strong>{_CODE.sub(_AS_CODE, html.escape(self.who))}</strong></p>'
-                f'<table class="lmpolicy-overview"><caption style="text-align:left">Your progress as of {self.when} '
-                f"(run this cell to bring it up to date; every item is in the table under <em>Your progress</em>)"
-                f"</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody><tfoot>{foot}</tfoot></table>")
-
-    def __str__(self) -> str:
-        rows = [self.HEADER, *self.rows, self.total]
-        widths = [max(len(str(r[i])) for r in rows) for i in range(len(self.HEADER))]
-        lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-        return "\n".join([self.who, f"Your progress as of {self.when}:", *lines])
-
-    def __repr__(self) -> str:
-        return str(self)
-
-
-def _next_to_do(states: list[ItemState]) -> str:
-    waiting = next((s for s in states if not s.settled), None)
-    if waiting is None:
-        return "nothing: every check passed, every written answer in"
-    return f"{_item_label(waiting, states)} {waiting.part}: {waiting.status}"
-
-
-def overview() -> Overview:
-    """Who the student is and, per notebook, how far they are (``Overview``), from the record and saved copies."""
-    data = load_record()
-    rows, everything = [], []
-    for name in chapter().notebooks:
-        states = item_states(name, data)
-        rows.append((name, *_counted(states), _next_to_do(states)))
-        everything += states
-    total = ("course total", *_counted(everything), "")
-    when = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M")
-    return Overview(identity(), rows, total, when, working_copy())
-
-
-OVERVIEW_TAG = "lmpolicy-overview"  # the start page's cell whose output fill_start_page writes
-
-
-def fill_start_page(path: Path) -> bool:
-    """Write ``overview()`` as the output of the start page's cell tagged ``OVERVIEW_TAG`` (the student's copy,
-    before JupyterLab opens it), so that the page shows who the student is and their progress when opened,
-    unrun. Only that cell's output changes; returns False when the page has no such cell."""
-    import nbformat
-
-    notebook = nbformat.read(path, as_version=4)
-    cell = next((c for c in notebook.cells if OVERVIEW_TAG in c.get("metadata", {}).get("tags", [])), None)
-    if cell is None:
-        return False
-    shown = overview()
-    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/html": shown._repr_html_(),
-                                                                 "text/plain": str(shown)})]
-    cell.execution_count = None
-    _write_atomically_text(path, nbformat.writes(notebook))
-    return True
-
-
-def _write_atomically_text(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-if __name__ == "__main__":
-    # `python -m lmpolicy.notebook.progress fill-start-page <path>`: what `make lab` runs before JupyterLab starts
-    if len(sys.argv) != 3 or sys.argv[1] != "fill-start-page":
-        sys.exit("usage: python -m lmpolicy.notebook.progress fill-start-page <the student's 00_start_here.ipynb>")
-    if not fill_start_page(Path(sys.argv[2])):
-        print(f"{sys.argv[2]} has no cell tagged {OVERVIEW_TAG}: its progress is shown when that page runs")

@@ -173,6 +173,10 @@ def install() -> CellRecorder | None:
         return None
     if _RECORDER is None or getattr(shell, "_lmpolicy_recorder", None) is not _RECORDER:
         _RECORDER = CellRecorder(shell)
+        # installed by the cell running now (its first import of the checks, after a restart): that cell's hooks
+        # did not run before it, so take its code from the history IPython stored as it began
+        history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None) or [""]
+        _RECORDER.cell_source = history[-1]
         shell.events.register("pre_run_cell", _RECORDER.pre_run_cell)
         shell.events.register("post_run_cell", _RECORDER.post_run_cell)
         recorder = _RECORDER
