@@ -4,14 +4,14 @@
 - Run All on a release notebook with a wrong answer stops at its check; JupyterLab alone leaves the view on the
   notebook's last, unrun cell. The kernel brings the failing check into view (``lmpolicy.notebook.in_view``): its ✗
   lines are on screen when the run has stopped.
+- Validate runs in a subprocess of the student's server (``lmpolicy.notebook.validator``): while its button reads
+  "Validating...", the lab's server still answers (nbgrader's handler held the server's one thread).
 - A long cell's progress bars: Run All scrolls to the last cell as it starts; the training cell, far above it, is
   brought into view when its first bar starts. Notebook 08's four runs (their labels as the notebook gives them)
   show bars of one width, each label on one line (``lmpolicy.tinylm.runs.lay_out_notebook_bar``).
 
 Screenshots are saved under test-artifacts/first-hour/.
 """
-import re
-
 import nbformat
 import pytest
 
@@ -53,13 +53,7 @@ def in_view(page, index: int, part: str = ".jp-Cell-outputWrapper") -> float:
     }""")
 
 
-def run_all(page) -> None:
-    page.keyboard.press("Escape")
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click()
-
-
-def test_run_all_stopped_by_a_check_shows_the_check(lab_server, student_copy, page, shots):
+def test_run_all_stopped_by_a_check_shows_the_check(lab_server, student_copy, page, shots, run_all):
     """Notebook 01 with a wrong softmax: Run All stops at the softmax's check, and that check's ✗ lines are what
     the student sees, not the last cell."""
     notebook = student_copy / "01_policy_softmax.ipynb"
@@ -68,9 +62,12 @@ def test_run_all_stopped_by_a_check_shows_the_check(lab_server, student_copy, pa
     last, after = len(cells) - 1, next(i for i in range(check + 1, len(cells)) if cells[i].cell_type == "code")
     open_in_lab(page, lab_server, f"{STUDENT_COPY}/{notebook.name}")
     replace_cell_code(page, answer, WRONG_SOFTMAX)
-    run_all(page)
+    run_all(page, "first-hour")  # retried until the cells are queued
     check_output = cell(page, check).locator(".jp-OutputArea")
-    check_output.get_by_text("\u2717").first.wait_for(state="attached", timeout=RUN_TIMEOUT_MS)
+    try:
+        check_output.get_by_text("\u2717").first.wait_for(state="attached", timeout=RUN_TIMEOUT_MS)
+    finally:
+        page.screenshot(path=str(shots / "run-all-check-output.png"))
     wait_until_run(page, RUN_TIMEOUT_MS)
     page.wait_for_timeout(1_500)  # the script waits for JupyterLab's own scroll, then settles
     page.screenshot(path=str(shots / "run-all-stopped-at-check.png"))
@@ -117,9 +114,9 @@ def bars_notebook(lab_server, student_copy):
     return path
 
 
-def test_progress_bars_in_view_one_width_labels_on_one_line(lab_server, bars_notebook, page, shots):
+def test_progress_bars_in_view_one_width_labels_on_one_line(lab_server, bars_notebook, page, shots, run_all):
     open_in_lab(page, lab_server, f"{STUDENT_COPY.rsplit('/', 1)[0]}/{bars_notebook.name}")
-    run_all(page)
+    run_all(page, "first-hour")  # retried until the cells are queued
     bars = cell(page, 3).locator(".widget-hprogress")
     bars.first.wait_for(timeout=RUN_TIMEOUT_MS)
     page.wait_for_timeout(1_500)  # the script waits for JupyterLab's own scroll to the last cell, then settles
@@ -150,3 +147,23 @@ def test_progress_bars_in_view_one_width_labels_on_one_line(lab_server, bars_not
     assert all(label["lines"] == 1 for label in shown), f"a label wraps: {shown}"
     assert training_in_view >= 40, "the training cell's progress bar was out of view while it ran"
     assert later_training_in_view >= 40, "the second training cell's progress bar was out of view while it ran"
+
+
+def test_the_lab_answers_while_validate_runs(lab_server, student_copy, page, shots):
+    """Notebook 01 as released: Validate runs it from the top; meanwhile the server answers another request (the
+    button still reads "Validating..." when the answer comes), and the dialog then lists the failing checks."""
+    from playwright.sync_api import expect
+
+    open_in_lab(page, lab_server, f"{STUDENT_COPY}/01_policy_softmax.ipynb")
+    button = page.locator(".validate-button").first
+    button.click()
+    expect(button).to_contain_text("Validating...", timeout=30_000)
+    status, _, _ = lab_server.get("/api/contents/" + STUDENT_COPY)
+    still_validating = button.text_content()
+    page.screenshot(path=str(shots / "validating.png"))
+    dialog = page.locator(".jp-Dialog")
+    dialog.wait_for(timeout=RUN_TIMEOUT_MS * 2)
+    page.screenshot(path=str(shots / "validated.png"))
+    assert status == 200
+    assert "Validating..." in still_validating, "the server answered only once Validate had finished"
+    expect(dialog).to_contain_text("Exercise 11.1(a)")

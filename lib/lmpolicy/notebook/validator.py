@@ -18,11 +18,23 @@ which both load before they build it, calls ``use_in_nbgrader()``; from then on 
   "✗ TypeError: ...", and a NameError says which cell should have defined the name.
 
 A locked cell the student changed is named the same way instead of being printed whole.
+
+The Validate button's handler runs the whole notebook inside the Jupyter server's one thread: for the 26 s
+notebook 08 takes, the student's whole JupyterLab hangs (no output, no save, not even its fonts load). In the
+student's server (``jupyter-config/student`` enables this module as a server extension) the handler runs the
+same validation in a subprocess (``python -m lmpolicy.notebook.validator ROOT PATH``, nbgrader's own
+``validate_notebook`` there) and waits for it without holding the server; nbgrader's process-wide changes while
+it validates (its working folder, ``NBGRADER_EXECUTION``, which a kernel started meanwhile would inherit) stay
+in that subprocess.
 """
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
 import re
 import sys
+from types import SimpleNamespace
 
 import nbformat
 from nbconvert.filters import ansi2html
@@ -193,6 +205,56 @@ class VerdictValidator(Validator):
         self.stream.write(f"{source} has changed: grading puts its released version back\n")
 
 
+VALIDATE_HANDLERS = "nbgrader.server_extensions.validate_assignment.handlers"
+
+
+async def _validate_in_a_subprocess(handler) -> None:
+    """The Validate button's POST: nbgrader's validation in a subprocess, the server free meanwhile."""
+    from tornado import web
+
+    try:
+        path = handler.get_argument("path")
+    except web.MissingArgumentError:
+        path = handler.get_json_body()["path"]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "lmpolicy.notebook.validator", handler.settings["root_dir"], path,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    printed, logged = await process.communicate()
+    try:
+        output = json.loads(printed.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        output = {"success": False, "value": logged.decode(errors="replace")[-4000:]
+                  or f"validation ended with exit code {process.returncode}"}
+    handler.finish(json.dumps(output))
+
+
+def validate_in_this_process(root_dir: str, path: str) -> dict:
+    """What the Validate button's handler answers for ``path`` (relative to ``root_dir``): nbgrader's own
+    ``validate_notebook``, its config loaded as the handler loads it, with a ``VerdictValidator``."""
+    import importlib
+
+    handlers = importlib.import_module(VALIDATE_HANDLERS)
+    use_in_nbgrader()
+    handler = SimpleNamespace(root_dir=root_dir, log=logging.getLogger("nbgrader.validate"))
+    handler.load_config = lambda: handlers.ValidateAssignmentHandler.load_config(handler)
+    return handlers.ValidateAssignmentHandler.validate_notebook(handler, path)
+
+
+def _jupyter_server_extension_points():
+    return [{"module": "lmpolicy.notebook.validator"}]
+
+
+def _load_jupyter_server_extension(serverapp) -> None:
+    """The student's server: the Validate button validates in a subprocess (see the module's docstring)."""
+    import importlib
+
+    from tornado import web
+
+    handler_class = importlib.import_module(VALIDATE_HANDLERS).ValidateAssignmentHandler
+    handler_class.post = web.authenticated(_validate_in_a_subprocess)
+    use_in_nbgrader()
+
+
 def use_in_nbgrader() -> None:
     """Make nbgrader's ``validate`` command and Validate button build a ``VerdictValidator``.
 
@@ -203,3 +265,10 @@ def use_in_nbgrader() -> None:
         module = sys.modules.get(name)
         if module is not None and getattr(module, "Validator", None) is Validator:
             module.Validator = VerdictValidator
+
+
+if __name__ == "__main__":  # the Validate button's subprocess: ROOT PATH; its answer, as JSON, on the last line
+    from lmpolicy.notebook import validator  # the module itself, not a second copy of it named __main__
+
+    logging.basicConfig(level=logging.WARNING)
+    print(json.dumps(validator.validate_in_this_process(sys.argv[1], sys.argv[2])))
