@@ -62,17 +62,6 @@ _VARIANT = Shortcuts(library=(ANSWER_KEY,))
 
 # The notebooks not yet given a module of lmpolicy.exercises; each module declares its own exercises.
 FORBIDDEN: dict[str, Shortcuts] = {
-    # 05
-    "task4": Shortcuts(library=(f"{TILTING}:tilted_optimum", f"{TILTING}:kl_objective", f"{TILTING}:frontier",
-                                f"{TILTING}:token_level_optimum", f"{TILTING}:soft_values",
-                                f"{TEMPERATURE}:power_distribution"),
-                       parts=(f"{KL}:kl",)),
-    "task5": Shortcuts(library=(f"{TILTING}:tilted_optimum", f"{TILTING}:soft_values", f"{TILTING}:token_level_optimum",
-                                f"{TILTING}:frontier")),
-    "ex11_5b": _VARIANT,
-    "ex11_8b": _VARIANT,
-    "ex11_9a": _VARIANT,
-    "ex11_9c": _VARIANT,
 }
 
 
