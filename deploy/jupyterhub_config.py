@@ -45,7 +45,23 @@ COURSE_FOLDER = os.environ.get("LMPOLICY_COURSE_FOLDER", "lm-policy")  # relativ
 # A real hub: the system's passwords (PAM, JupyterHub's default), or your institution's OAuth/LDAP
 # authenticator. The tests have no passwords for their throw-away accounts: they set the two shared
 # passwords of JupyterHub's SharedPasswordAuthenticator (never use it for a class).
-if os.environ.get("LMPOLICY_HUB_TEST_PASSWORD"):
+# From the LMS (LTI 1.3), LMPOLICY_HUB_AUTHENTICATOR=lti13: the LMS's user is the course student its LIS
+# person_sourcedid maps to in the grade export's mapping file (deploy/lti.py; docs/deployment.md,
+# "Launch from the LMS (LTI 1.3)"), the platform's issuer, client id and endpoints as the LMS registers the tool.
+if os.environ.get("LMPOLICY_HUB_AUTHENTICATOR") == "lti13":
+    sys.path.insert(0, str(DEPLOY))
+    from lti import CourseLTI13Authenticator, students_by_sourcedid  # noqa: E402
+
+    c.JupyterHub.authenticator_class = CourseLTI13Authenticator
+    c.CourseLTI13Authenticator.lms = os.environ.get("LMPOLICY_HUB_LTI_LMS", "canvas")
+    c.CourseLTI13Authenticator.issuer = os.environ["LMPOLICY_HUB_LTI_ISSUER"]
+    c.CourseLTI13Authenticator.client_id = _names("LMPOLICY_HUB_LTI_CLIENT_ID", "")
+    c.CourseLTI13Authenticator.authorize_url = os.environ["LMPOLICY_HUB_LTI_AUTHORIZE_URL"]
+    c.CourseLTI13Authenticator.jwks_endpoint = os.environ["LMPOLICY_HUB_LTI_JWKS_URL"]
+    c.CourseLTI13Authenticator.mapping_files = sorted(_names("LMPOLICY_HUB_LTI_MAPPING", ""))
+    # a mapping file that cannot be used stops the hub here, with the file and row, not at the first launch
+    students_by_sourcedid(c.CourseLTI13Authenticator.mapping_files, c.CourseLTI13Authenticator.lms)
+elif os.environ.get("LMPOLICY_HUB_TEST_PASSWORD"):
     c.JupyterHub.authenticator_class = "shared-password"
     c.SharedPasswordAuthenticator.user_password = os.environ["LMPOLICY_HUB_TEST_PASSWORD"]
     c.SharedPasswordAuthenticator.admin_password = os.environ["LMPOLICY_HUB_TEST_ADMIN_PASSWORD"]
