@@ -155,9 +155,11 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         page.keyboard.press("Shift+Enter")
         save_notebook(page, RUN_TIMEOUT_MS)
         written_notebook, _ = read_start_page(page, lab_server, run_all, repo_root)
-        assert items_done(written_notebook) == items_done(before_notebook) + 1, (before_notebook, written_notebook)
+        # in, for the instructor to grade: counted as written, never as done
+        assert items_done(written_notebook) == items_done(before_notebook), (before_notebook, written_notebook)
+        assert "1 written (graded by hand)" in written_notebook, written_notebook
         expect(page.locator(".jp-OutputArea-output tr", has_text="a response's log-prob is a sum")).to_contain_text(
-            "answered")
+            "written (graded by hand)")
     finally:
         page.screenshot(path=str(artifacts_dir / "feedback-last-page.png"))
         page.close()

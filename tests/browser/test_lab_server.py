@@ -54,11 +54,13 @@ def test_the_printed_url_and_the_servers_root_open_the_students_start_page(lab_s
     assert status == 200 and final_url.endswith(start_page), final_url
     printed = re.findall(r"http://127\.0\.0\.1:\d+(/\S*?)\?token=", lab_server.log())
     assert printed and set(printed) == {start_page}, printed
-    # opened unrun, it already says who the student is and shows the progress (`make lab` filled its first cell)
-    import nbformat
-    first = nbformat.read(student_copy.parent / "00_start_here.ipynb", as_version=4).cells[1]
-    shown = first.outputs[0]["data"]["text/plain"]
-    assert shown.startswith(("You are ", "No student id")) and "course total" in shown, shown
+    # opened unrun, it already says who the student is and shows the progress: the server fills its first cell
+    # as it serves the page (lmpolicy.notebook.start_page_contents)
+    import json
+    status, _, body = lab_server.get(f"/api/contents/{start_page.removeprefix('/lab/tree/')}?type=notebook&content=1")
+    first = json.loads(body)["content"]["cells"][1]
+    shown = first["outputs"][0]["data"]["text/plain"]
+    assert status == 200 and shown.startswith(("You are ", "No student id")) and "course total" in shown, shown
 
 
 def test_instructor_lab_has_the_formgrader(instructor_lab_server):
