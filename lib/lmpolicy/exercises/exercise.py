@@ -50,7 +50,7 @@ class Exercise:
     def call(self, fn, *args, **kwargs):
         """The student's ``fn`` called as ``checks.call_student`` calls it, with this exercise's shortcuts
         blocked."""
-        with forbidden.blocking(self.key, self.shortcuts):
+        with forbidden.blocked(self.shortcuts):
             return checks.call_student(fn, *args, **kwargs)
 
     def call_hinting(self, hint: str, fn, *args, **kwargs):
@@ -66,4 +66,13 @@ class Exercise:
     def blocked(self):
         """A context in which this exercise's shortcuts earn nothing (for checks that call the student's code
         in ways ``call`` does not cover)."""
-        return forbidden.blocking(self.key, self.shortcuts)
+        return forbidden.blocked(self.shortcuts)
+
+
+def numbers(namespace, names) -> dict[str, float]:
+    """The student's answers ``names``, each checked to be one number, read from the check cell's ``namespace``
+    (its ``globals()``): a name the student never made reads None, and the check says the answer is a stub. The
+    names stay strings, outside the cell's code: the code rule's tested names (``lmpolicy.notebook.code_rule``) are
+    the names a check cell's code reads, and these answers may be made by any assignment, tuple unpacking
+    included."""
+    return {name: checks.check_number(namespace.get(name), name) for name in names}

@@ -15,7 +15,7 @@ from lmpolicy.demos.base import check_answer_not_from_demo
 from lmpolicy.exact.scenarios import get_scenario
 from lmpolicy.exact.temperature import temperature_curve
 from lmpolicy.exact.tilting import frontier, soft_values as exact_soft_values, tilted_optimum as exact_tilted
-from lmpolicy.exercises.exercise import Exercise
+from lmpolicy.exercises.exercise import Exercise, numbers
 from lmpolicy.notebook import checks
 from lmpolicy.notebook.forbidden import KL, TEMPERATURE, TILTING, Shortcuts
 from lmpolicy.per_student import variants
@@ -26,15 +26,6 @@ TASK4_SHORTCUTS = Shortcuts(library=(f"{TILTING}:tilted_optimum", f"{TILTING}:kl
                                      f"{TILTING}:token_level_optimum", f"{TILTING}:soft_values",
                                      f"{TEMPERATURE}:power_distribution"),
                             parts=(f"{KL}:kl",))
-
-
-def numbers(namespace, names) -> dict[str, float]:
-    """The student's answers ``names``, each checked to be one number, read from the check cell's ``namespace``
-    (its ``globals()``): a name the student never made reads None, and the check says the answer is a stub. The
-    names stay strings, outside the cell's code: the code rule's tested names (``lmpolicy.notebook.code_rule``) are
-    the names a check cell's code reads, and these answers may be made by any assignment, tuple unpacking
-    included."""
-    return {name: checks.check_number(namespace.get(name), name) for name in names}
 
 
 # --- Lab Task 4 ------------------------------------------------------------------------------------------

@@ -13,19 +13,13 @@ import math
 import torch
 
 from lmpolicy.demos.base import check_answer_not_from_demo
-from lmpolicy.exercises.exercise import Exercise
+from lmpolicy.exercises.exercise import Exercise, numbers
 from lmpolicy.notebook import checks
 from lmpolicy.notebook.forbidden import KL, KL_PLACEMENT, Shortcuts
 from lmpolicy.per_student import variants
 
 # the library's estimators (Task 3 writes them; 11.6(c) differentiates them)
 ESTIMATES = Shortcuts(library=(f"{KL}:kl_estimates", f"{KL_PLACEMENT}:kl_estimate"))
-
-
-def numbers(namespace, names) -> dict[str, float]:
-    """The student's answers ``names``, read from ``namespace`` (the check cell's ``globals()``), each checked to
-    be one number."""
-    return {name: checks.check_number(namespace.get(name), name) for name in names}
 
 
 # --- Lab Task 3: kl_estimators -----------------------------------------------------------------------------

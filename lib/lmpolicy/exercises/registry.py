@@ -12,7 +12,6 @@ from functools import lru_cache
 
 import lmpolicy.exercises
 from lmpolicy.exercises.exercise import Exercise
-from lmpolicy.notebook import forbidden
 
 _NOTEBOOK_MODULE = re.compile(r"nb\d\d")
 
@@ -23,14 +22,9 @@ def notebook_modules() -> dict[str, object]:
             for info in pkgutil.iter_modules(lmpolicy.exercises.__path__) if _NOTEBOOK_MODULE.fullmatch(info.name)}
 
 
-def _no_visible_checks(exercise, *answers) -> None:
-    raise NotImplementedError(f"{exercise.key}'s checks are still in its notebook's check cell")
-
-
 @lru_cache(maxsize=1)
 def exercises() -> dict[str, Exercise]:
-    """Every declared exercise by key (of an exercise in parts, its first part): the notebooks' modules', then
-    the table's of the notebooks without one."""
+    """Every declared exercise by key (of an exercise in parts, its first part), from the notebooks' modules."""
     found: dict[str, Exercise] = {}
     for name, module in sorted(notebook_modules().items()):
         for exercise in module.EXERCISES:
@@ -39,8 +33,6 @@ def exercises() -> dict[str, Exercise]:
                 raise ValueError(f"lmpolicy.exercises.{name} declares {exercise.key} again (two parts of one "
                                  "exercise each name their part and forbid the same)")
             found.setdefault(exercise.key, exercise)
-    for key, declared in forbidden.FORBIDDEN.items():
-        found.setdefault(key, Exercise(key, _no_visible_checks, declared))
     return found
 
 

@@ -1,20 +1,21 @@
-"""What each graded exercise forbids: the library functions and torch names that compute its quantity.
+"""What an exercise's shortcuts are, and what blocks them while the exercise is checked.
 
-Declared once, here, and read by everything that enforces it:
+Each exercise declares its shortcuts once, in its notebook's module of ``lmpolicy.exercises`` (a ``Shortcuts``: the
+library functions, torch names and name pattern that compute its quantity), and everything that enforces them
+reads that declaration:
 
-* the checks of an exercise wrap the student's call in ``shortcuts(key)`` (the library functions and
-  torch's public ones are blocked in the process that runs the check: the student's own, for the visible
-  checks; the trusted kernel, for the hidden tests);
-* the trusted no-credit rule (``lmpolicy_grader.trusted_tests.channel``) reads ``active_names()``, the
-  names and name patterns of the exercises whose ``shortcuts`` is active, and refuses credit to a
-  submission whose source reaches one of them (``torch._softmax`` and ``torch.ops.aten._softmax`` by the
-  pattern);
-* the grader's view of the library (``lmpolicy_grader.isolation.library_view``) leaves every declared
-  library function of a notebook's exercises out of that notebook's grading kernel, and every declared
-  module (the per-student answer key) out of every grading kernel.
+* its checks call the student's code inside ``blocked(shortcuts)`` (``Exercise.call``): the library functions
+  and torch's public ones are blocked in the process that runs the check, the student's own for the visible checks,
+  the trusted kernel for the hidden tests;
+* the trusted no-credit rule (``lmpolicy_grader.trusted_tests.channel``) reads ``active_names()``, the names and
+  name patterns of the shortcuts blocked now, and refuses credit to a submission whose source reaches one of them
+  (``torch._softmax`` and ``torch.ops.aten._softmax`` by the pattern);
+* the grader's view of the library (``lmpolicy_grader.isolation.library_view``, through
+  ``lmpolicy.exercises.registry``) leaves every declared library function of a notebook's exercises out of that
+  notebook's grading kernel, and every declared module (the per-student answer key) out of every grading kernel.
 
-It lives in the student library because the visible checks, which run on the student's machine, read it;
-it names shortcuts and holds no answer.
+It lives in the student library because the visible checks, which run on the student's machine, use it; it names
+shortcuts and holds no answer.
 """
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ import contextlib
 import importlib
 import re
 from dataclasses import dataclass
+
+from lmpolicy.notebook.blocking import no_library_shortcut
 
 TEMPERATURE = "lmpolicy.exact.temperature"
 TILTING = "lmpolicy.exact.tilting"
@@ -58,19 +61,6 @@ class Shortcuts:
 # any softmax or softmin, and the distributions built on one
 SOFTMAX_NAMES = r"(?i).*soft_?m(ax|in).*|(OneHot)?Categorical"
 
-_VARIANT = Shortcuts(library=(ANSWER_KEY,))
-
-# The notebooks not yet given a module of lmpolicy.exercises; each module declares its own exercises.
-FORBIDDEN: dict[str, Shortcuts] = {
-}
-
-
-def of(exercise_key: str) -> Shortcuts:
-    """``exercise_key``'s shortcuts in the table of the notebooks not yet given a module of
-    ``lmpolicy.exercises`` (none declared: none)."""
-    return FORBIDDEN.get(exercise_key, Shortcuts())
-
-
 def _library_object(name: str):
     """``"module:qualname"`` as the object it names."""
     module, qualname = name.split(":")
@@ -96,7 +86,7 @@ def _torch_object(path: str):
 
 
 def callables(declared: Shortcuts) -> tuple:
-    """The declared library functions and torch callables, as objects (for ``checks.no_library_shortcut``).
+    """The declared library functions and torch callables, as objects (for ``blocking.no_library_shortcut``).
     A whole module is not a callable: it is left out of grading kernels."""
     return (*(_library_object(name) for name in (*declared.library, *declared.parts) if ":" in name),
             *(_torch_object(path) for path in declared.torch))
@@ -122,26 +112,16 @@ _ACTIVE: list[Shortcuts] = []  # the shortcuts active now, innermost last
 
 
 @contextlib.contextmanager
-def blocking(exercise_key: str, declared: Shortcuts):
+def blocked(declared: Shortcuts):
     """While active, ``declared`` earns nothing: its library functions and torch's public ones raise
-    LibraryShortcutUsed in this process (``checks.no_library_shortcut``), and the trusted rule refuses a
-    submission whose source reaches any of its names or pattern (``active_names``). ``exercise_key`` names the
-    exercise in what a refusal says."""
-    from lmpolicy.notebook import checks
-
+    LibraryShortcutUsed in this process (``blocking.no_library_shortcut``), and the trusted rule refuses a
+    submission whose source reaches any of its names or pattern (``active_names``)."""
     _ACTIVE.append(declared)
     try:
-        with checks.no_library_shortcut(*callables(declared)):
+        with no_library_shortcut(*callables(declared)):
             yield
     finally:
         _ACTIVE.pop()
-
-
-def shortcuts(exercise_key: str):
-    """``blocking`` for an exercise of the table (a notebook not yet given a module of ``lmpolicy.exercises``)."""
-    if exercise_key not in FORBIDDEN:
-        raise KeyError(f"forbidden: no shortcuts are declared for {exercise_key!r}")
-    return blocking(exercise_key, FORBIDDEN[exercise_key])
 
 
 def active_names() -> set:
