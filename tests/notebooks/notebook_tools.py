@@ -4,8 +4,9 @@ Conventions checked here (docs/architecture.md, "Notebooks"):
 
 - every nbgrader cell's ``grade_id`` is ``<exercise key>__<name>``, with the key listed in
   ``lmpolicy.notebook.progress.EXERCISES`` for this notebook;
-- an autograded test cell (grade, not solution, code) runs the visible checks, then
-  ``checks.done("<key>")``, then ``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS``;
+- an autograded test cell (grade, not solution, code) is a heading and one call of its exercise's declaration
+  (``lmpolicy.exercises``), then ``### BEGIN HIDDEN TESTS``, one call of its hidden test, ``### END HIDDEN TESTS``
+  (``lmpolicy_grader.completeness`` says so);
 - a manually graded cell (markdown, grade + solution) holds its mark scheme inside
   ``### BEGIN SOLUTION`` ... ``### END SOLUTION``;
 - the first cell states the notebook's total, the first "N points" in it (e.g. "**7 points**").

@@ -7,7 +7,7 @@ import pytest
 from lmpolicy.notebook import catalogue, progress
 from lmpolicy_grader import completeness
 
-from .notebook_tools import (HIDDEN_TESTS, NOTEBOOK_NAMES, RELEASE_DIR, ROOT, SOLUTION, SOURCE_DIR, exercise_key,
+from .notebook_tools import (HIDDEN_TESTS, NOTEBOOK_NAMES, RELEASE_DIR, SOLUTION, SOURCE_DIR, exercise_key,
                              grade_id, is_autograded_test, is_code_answer, is_manual_answer, nbgrader_meta,
                              points, read, region_lines, stated_total)
 
@@ -36,8 +36,6 @@ def test_every_nbgrader_cell_belongs_to_an_exercise_of_this_notebook(name):
 def test_every_exercise_is_complete(name):
     """Declared in its module of lmpolicy.exercises, a check cell of a heading and one call (and one hidden call),
     typical wrong answers or example written answers in the corpus: what `make check-notebook` checks first."""
-    if not (ROOT / "lib" / "lmpolicy" / "exercises" / f"{completeness.module_name(name)}.py").is_file():
-        pytest.skip("the notebook's checks are still in its cells")
     assert completeness.problems(name) == []
 
 
