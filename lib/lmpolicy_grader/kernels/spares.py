@@ -5,9 +5,9 @@ the trusted test kernel. Starting one (Python, ipykernel, numpy and torch) takes
 long as a short notebook's cells. So while a notebook is graded, the kernels of the next one start
 beside it, and a worker's start-up starts those of its first: one spare of each kind per worker
 process. A spare serves one notebook only and is stopped after it, so nothing of one submission
-reaches the next; a spare that no longer fits (its kernel died, it was started with other limits, its
+reaches the next; a spare that does not fit (its kernel died, it was started with other limits, its
 sandbox would show the notebook's folder) is stopped, and the notebook starts its own kernel as if
-there were no pool. Spares start only while another notebook is expected in this process
+there were no spares. Spares start only while another notebook is expected in this process
 (``expect_next_notebook``): the grader says so with each task, so that the last notebooks of a class
 leave no kernels started for nothing.
 """

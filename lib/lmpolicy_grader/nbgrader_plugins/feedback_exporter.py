@@ -5,8 +5,8 @@
 
 - **Templates compiled once per grading process.** nbgrader makes a new exporter for every notebook's
   feedback, and nbconvert a new Jinja environment for every exporter, so the feedback templates
-  (nbconvert's classic HTML and nbgrader's feedback page, about ten files) were compiled again for every
-  notebook: a third of a second of each. Their compiled code is kept for the life of the process, keyed
+  (nbconvert's classic HTML and nbgrader's feedback page, about ten files) would be compiled again for
+  every notebook: a third of a second of each. Their compiled code is kept for the life of the process, keyed
   by template and checked against the template's source (Jinja's bytecode cache), so an edited template
   is compiled afresh.
 - **No second parse of the page.** nbconvert's HTMLExporter parses the whole page it has just rendered

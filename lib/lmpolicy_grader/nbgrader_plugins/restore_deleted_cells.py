@@ -36,7 +36,7 @@ class RestoreDeletedCells(NbGraderPreprocessor):
 
     Locked and grade cells come from the gradebook (test cells with their hidden tests). Plain code
     cells of the release (set-up, worked examples) are found by their nbformat cell id, when the
-    submission carries the release's ids; a deleted import cell then no longer fails a correct answer.
+    submission carries the release's ids; a deleted import cell then never fails a correct answer.
     """
 
     course_root = Unicode("", help="course folder holding release/<assignment>/ (cell order)").tag(config=True)

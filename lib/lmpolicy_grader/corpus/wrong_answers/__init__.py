@@ -7,7 +7,7 @@ the hidden tests of ``exercise``, while the reference solution passes. Each is t
   *visible* check must fail on it too, in at most a few lines, with a message containing ``names``
   (a phrase, matched case-insensitively), so the student learns of it at once;
 - ``BREADTH``: a mistake only the hidden tests need to catch (other shapes, dtypes, edge cases);
-- ``FROM_DEMO``: right numbers, taken from a demo object in the answer cell (issue 20). In the student's
+- ``FROM_DEMO``: right numbers, taken from a demo object in the answer cell. In the student's
   JupyterLab it passes; under nbgrader (``nbgrader validate`` and grading alike) the demo hands out no
   numbers, so the answer cell itself fails with the demo's message, containing ``names``, and the exercise
   scores 0 with that message in the feedback.
