@@ -96,13 +96,13 @@ c.Autograde.autograde_preprocessors = [
 c.OverwriteCells.add_missing_cells = False  # RestoreDeletedCells does it, for locked cells too
 c.RestoreDeletedCells.course_root = str(COURSE_ROOT)
 
-# The limits of grading (cell timeout, notebook budget, output cap; the kernel's memory and CPU time)
-# are the defaults of GradingExecute and GradingKernelManager in lib/lmpolicy_grader, where their help
-# says why; set them here only to change them. Notebook 08 trains for longer than the defaults allow:
 # The bubblewrap sandbox of the grading kernel (lib/lmpolicy_grader/isolation/sandbox.py, docs/instructors.md)
 # is on: a submission sees only its own notebook's folder. `python -m lmpolicy_grader grade --sandbox off`
 # grades without it for one run; where it cannot be made, grading stops and says how to enable it.
 c.GradingKernelManager.sandbox = True
+# The limits of grading (cell timeout, notebook budget, output cap; the kernel's memory and CPU time)
+# are the defaults of GradingExecute and GradingKernelManager in lib/lmpolicy_grader, where their help
+# says why; set them here only to change them. Notebook 08 trains for longer than the defaults allow:
 c.GradingExecute.cell_timeouts = {"08_tinylm_reinforce": 120}
 c.GradingExecute.notebook_budgets = {"08_tinylm_reinforce": 360}
 c.LimitOutput.max_lines = 200
