@@ -44,6 +44,7 @@ class Exercise:
 
     def check(self, *answers) -> None:
         """The visible checks on the student's ``answers``; when they all pass, say so and record it."""
+        checks.checking(self.key)
         self.visible(self, *answers)
         checks.done(self.key)
 

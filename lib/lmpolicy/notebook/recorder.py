@@ -70,13 +70,16 @@ class CellRecorder:
     that passed on other code for it as changed.
 
     A check cell is one the kernel's notebook marks as an autograded test (by the cell id JupyterLab sends, or by
-    its code), or one whose code calls ``done("key")``; its exercises: the one of its grade id, of that call, and
-    of each ``checks.done`` it reached (``passed_in_cell``).
+    its code), one whose code calls ``done("key")``, or one that began an exercise's checks (``checks.checking``,
+    which ``Exercise.check`` calls first: what tells a check cell wherever the kernel does not know its notebook);
+    its exercises: the one of its grade id, of that call, of each ``checks.checking`` and of each ``checks.done``
+    it reached (``passed_in_cell``).
     """
 
     def __init__(self, shell):
         self.shell = shell
         self.passed_in_cell: set[str] = set()
+        self.checking_in_cell: set[str] = set()  # the exercises a check module said this cell checks
         self.cell_source = ""  # the cell running now
         self.cell_id: str | None = None
         self.ran: dict[str, str] = {}  # cell id -> fingerprint of the code it last ran
@@ -102,16 +105,18 @@ class CellRecorder:
         """The exercises the cell checks (none: it is not a check cell), in order."""
         cells = self.notebook()
         keys = [cells.checks.get(cell_id or ""), cells.check_code.get(progress.fingerprint(source)),
-                *DONE_CALL.findall(source), *sorted(self.passed_in_cell)]
+                *DONE_CALL.findall(source), *sorted(self.checking_in_cell), *sorted(self.passed_in_cell)]
         return [key for key in dict.fromkeys(keys) if key in progress.EXERCISES_BY_KEY]
 
     def in_a_check_cell(self) -> bool:
         cells = self.notebook()
-        return (bool(DONE_CALL.search(self.cell_source)) or (self.cell_id or "") in cells.checks
+        return (bool(DONE_CALL.search(self.cell_source)) or bool(self.checking_in_cell)
+                or (self.cell_id or "") in cells.checks
                 or progress.fingerprint(self.cell_source) in cells.check_code)
 
     def pre_run_cell(self, info) -> None:
         self.passed_in_cell.clear()
+        self.checking_in_cell.clear()
         self.cell_source = getattr(info, "raw_cell", "") or ""
         self.cell_id = getattr(info, "cell_id", None)
 

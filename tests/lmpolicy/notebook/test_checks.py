@@ -491,3 +491,39 @@ def test_a_check_cell_is_known_by_the_notebooks_test_cell_without_a_done_call(ke
     data = json.loads((tmp_path / "progress.json").read_text())
     (run,) = data["checks"]["task2"].values()
     assert run["state"] == "passed" and "task2" in data["done"]
+
+
+@pytest.fixture
+def kernel_without_a_notebook(tmp_path):
+    """A kernel no front end named a notebook for (nbclient, another editor): no JPY_SESSION_NAME."""
+    import os
+
+    env = dict(os.environ, LMPOLICY_PROGRESS_FILE=str(tmp_path / "progress.json"))
+    for variable in ("NBGRADER_EXECUTION", "JPY_SESSION_NAME"):
+        env.pop(variable, None)
+    running = Kernel(env)
+    running.run("import torch\nfrom lmpolicy.notebook import checks")
+    yield running
+    running.close()
+
+
+def test_a_check_module_s_cell_is_recorded_where_the_kernel_knows_no_notebook(kernel_without_a_notebook, tmp_path):
+    """The declaration says which exercise the cell checks before its checks run: a failure is recorded against it,
+    and a check cell that reads the answers from its globals() is never judged as the student's code."""
+    kernel = kernel_without_a_notebook
+    kernel.run("def softmax(logits, dim=-1):\n    return torch.exp(logits) / torch.exp(logits).sum(dim=dim, keepdim=True)")
+    printed, error = kernel.run("# Checks of Exercise 01.softmax\nfrom lmpolicy.exercises import nb01\n"
+                                "nb01.SOFTMAX.check(softmax)")
+    assert error is not None
+    (run,) = json.loads((tmp_path / "progress.json").read_text())["checks"]["nb01_softmax"].values()
+    assert run["state"] == "failing" and "NaN" in run["reason"], run
+    kernel.run("def softmax(logits, dim=-1):\n    shifted = logits - logits.max(dim=dim, keepdim=True).values\n"
+               "    return torch.exp(shifted) / torch.exp(shifted).sum(dim=dim, keepdim=True)")
+    printed, error = kernel.run("# Checks of Exercise 01.softmax\nfrom lmpolicy.exercises import nb01\n"
+                                "nb01.SOFTMAX.check(softmax)")
+    assert error is None and "passed the visible checks" in printed
+    assert "nb01_softmax" in json.loads((tmp_path / "progress.json").read_text())["done"]
+    kernel.run("beta_equal_mass, true_reward_at_beta_0_1 = 0.5, 0.7")
+    printed, _ = kernel.run("# Checks of Exercise 11.8(b)\nfrom lmpolicy.exercises import nb05\n"
+                            "nb05.BETA_EQUAL_MASS.check(globals())")
+    assert "globals" not in printed, printed
