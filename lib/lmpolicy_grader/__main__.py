@@ -43,14 +43,16 @@ def report(course_root: Path, assignment: str = ASSIGNMENT) -> str:
     from lmpolicy_grader.class_grading.report import exercise_rows, format_report, write_csv
 
     from lmpolicy_grader.class_grading.pitfalls import common_pitfalls
+    from lmpolicy_grader.class_grading.reward_kl_plane import draw
 
     rows = exercise_rows(course_root, load_outcomes(course_root), assignment)
     write_csv(rows, course_root / "grades.csv")
+    plane = draw(course_root, rows, assignment)  # next to grades.csv, and into each measured student's feedback
     lingering = examples_in_class(course_root)
     note = (f"\n\nNote: submitted/ holds students named as the examples are ({', '.join(lingering)}); if an older "
             "version of this grader put them there, remove them (submissions, grades) with "
             "`python -m lmpolicy_grader examples --remove-from-class`") if lingering else ""
-    return format_report(rows, common_pitfalls(course_root, rows, assignment)) + note
+    return format_report(rows, common_pitfalls(course_root, rows, assignment), plane.lines) + note
 
 
 def grade_examples(course_root: Path, workers: int | None = None, feedback: bool = True,

@@ -290,13 +290,14 @@ def failed_notebooks(rows: list[ExerciseRow]) -> list[str]:
     return ["FAILED notebooks (no score, never 0)"] + lines if lines else []
 
 
-def format_report(rows: list[ExerciseRow], pitfalls: dict | None = None) -> str:
+def format_report(rows: list[ExerciseRow], pitfalls: dict | None = None, plane: list[str] | None = None) -> str:
     """The class summary, the per-exercise statistics and what the class got wrong (``pitfalls``, from
-    ``pitfalls.common_pitfalls``), what to do about each FAILED notebook, the legend."""
+    ``pitfalls.common_pitfalls``), the class on the reward-KL plane (``plane``: ``reward_kl_plane.draw``'s
+    lines), what to do about each FAILED notebook, the legend."""
     if not rows:
         return "No submissions graded yet (submitted/<student>/ch11/ is empty)."
     order = list(dict.fromkeys((r.notebook, r.exercise) for r in rows))  # the per-exercise table's order
     ordered = {key: (pitfalls or {})[key] for key in order if key in (pitfalls or {})}
     parts = [class_summary(rows), exercise_statistics(rows) + ([""] + class_pitfalls(ordered) if ordered else []),
-             failed_notebooks(rows), LEGEND.splitlines()]
+             plane or [], failed_notebooks(rows), LEGEND.splitlines()]
     return "\n\n".join("\n".join(part) for part in parts if part)

@@ -16,6 +16,7 @@ from lmpolicy.notebook import checks
 from lmpolicy.per_student.hidden_inputs import hidden_seed
 from lmpolicy.tinylm import reinforce as library_reinforce
 from lmpolicy.tinylm.model import load_pretrained
+from lmpolicy_grader.class_grading import measured_runs
 
 
 def _drawn_panel(rng):
@@ -143,6 +144,7 @@ def policy_gradient_loss(student_policy_gradient_loss, namespace: dict) -> None:
                           (torch.arange(R)[None, :] < lengths[:, None]).float(), torch.randn(B, generator=generator))
 
     history = short_run(namespace)
+    measured_runs.show(measured_runs.RunPoint.of(history))  # the student's point on the class's reward-KL plane
     gain = history.sampled[-1] - history.sampled[0]
     checks.check(gain > LEAST_GAIN, f"6 REINFORCE updates with your three pieces changed the expected sampled "
                  f"accuracy by {gain:+.3f} (from {history.sampled[0]:.3f}); with correct pieces it rises clearly")
