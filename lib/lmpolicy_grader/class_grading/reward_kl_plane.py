@@ -200,9 +200,11 @@ def _feedback_block(environment: jinja2.Environment, png: bytes, words: str) -> 
 
 
 def into_feedback(page: str, block: str) -> str:
-    """``page`` (a feedback page) with ``block`` as its reward-KL plane, in place of an earlier one."""
+    """``page`` (a feedback page) with ``block`` as its reward-KL plane, in place of an earlier one: at the end of
+    its main content (nbgrader's feedback page has one ``<main>``), else of its body."""
     page = _BLOCK.sub("", page)
-    at = page.rfind("</body>")
+    at = page.rfind("</main>")
+    at = page.rfind("</body>") if at < 0 else at
     return page + block if at < 0 else page[:at] + block + page[at:]
 
 

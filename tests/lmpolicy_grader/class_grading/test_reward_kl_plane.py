@@ -49,7 +49,7 @@ def _recorded_course(root, points=RECORDED, pages=RECORDED):
     for student in pages:
         folder = root / "feedback" / student / "ch11"
         folder.mkdir(parents=True)
-        (folder / f"{NOTEBOOK}.html").write_text(f"<html><body><h1>{NOTEBOOK}</h1></body></html>\n")
+        (folder / f"{NOTEBOOK}.html").write_text(f"<html><body><main><h1>{NOTEBOOK}</h1></main></body></html>\n")
     return [ExerciseRow(s, NOTEBOOK, "nb08_pg_loss", 3.0, 3.0, Status.GRADED) for s in points]
 
 
@@ -126,7 +126,8 @@ def test_the_plane_is_drawn_next_to_grades_csv_and_into_each_measured_students_f
         assert f'alt="{words}"' in block and f"<figcaption>{words}</figcaption>" in block
         assert '<img src="data:image/png;base64,' in block
         assert not any(name in _text_of(block) for name in RECORDED)  # no names, the student's own neither
-        assert page.index(reward_kl_plane.END) < page.index("</body>")
+        at = [page.index(mark) for mark in ("<h1>", reward_kl_plane.BEGIN, reward_kl_plane.END, "</main>")]
+        assert at == sorted(at)  # at the end of the page's main content
     # a second report leaves one figure per page, the class as it is then (grace's run no longer measured)
     (tmp_path / "autograded" / "grace" / "ch11" / f"{NOTEBOOK}.ipynb").unlink()
     reward_kl_plane.draw(tmp_path, rows, "ch11")
