@@ -6,16 +6,8 @@ import nbformat
 import pytest
 
 from lmpolicy.notebook import progress, start_page
-from tests.lmpolicy.notebook.test_progress import grade_cells, progress_path, release_cells, write_answer  # noqa: F401
-
-
-@pytest.fixture
-def working_copy(tmp_path, monkeypatch):
-    """A student's copy of the release, as `make lab` makes it."""
-    copy = tmp_path / "work" / "ch11"
-    shutil.copytree(progress.release_dir(), copy)
-    monkeypatch.setenv("LMPOLICY_WORK_DIR", str(copy))
-    return copy
+from tests.lmpolicy.notebook.test_progress import (grade_cells, progress_path, release_cells,  # noqa: F401
+                                                   working_copy, write_answer)
 
 
 def grade_id(cell):
