@@ -9,18 +9,12 @@ import nbformat
 import pytest
 
 from tests.browser.conftest import STUDENT_COPY
+from tests.notebooks.test_start_here import STABLE, UNSHIFTED
 from tests.browser.notebook_page import (RUN_TIMEOUT_MS, active_cell, cell, cell_index, open_in_lab, output_of, replace_cell_code,
                                          run_cell, save_notebook, wait_for_kernel_idle)
 
 START_PAGE = f"{STUDENT_COPY.rsplit('/', 1)[0]}/00_start_here.ipynb"
 NOTEBOOK = f"{STUDENT_COPY}/01_policy_softmax.ipynb"
-STABLE = ("def softmax(logits, dim=-1):\n"
-          "    shifted = logits - logits.max(dim=dim, keepdim=True).values\n"
-          "    weights = torch.exp(shifted)\n"
-          "    return weights / weights.sum(dim=dim, keepdim=True)\n")
-UNSHIFTED = ("def softmax(logits, dim=-1):\n"
-             "    weights = torch.exp(logits)\n"
-             "    return weights / weights.sum(dim=dim, keepdim=True)\n")
 
 
 def restart_kernel_of(lab_server, path: str) -> None:
