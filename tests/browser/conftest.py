@@ -244,6 +244,13 @@ def artifacts_dir() -> Path:
     return ARTIFACTS
 
 
+def emptied(folder: Path) -> Path:
+    """``folder`` made afresh and empty: a test module's screenshots or notebook copies, never an earlier run's."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def student_copy(lab_server) -> Path:
     """The student's copy of ch11 that the lab server's `make lab` made."""

@@ -33,7 +33,7 @@ from nbformat.v4 import new_output, new_raw_cell
 from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy_grader.class_grading.grading import grade_class
-from tests.browser.conftest import ROOT, _serve
+from tests.browser.conftest import ROOT, _serve, emptied
 from tests.browser.test_formgrader_offline import _open_grading_page, _saved
 from tests.lmpolicy_grader import tiny_course
 
@@ -161,10 +161,7 @@ def instructor_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def shots(artifacts_dir) -> Path:
-    folder = artifacts_dir / "hostile-markup"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
-    return folder
+    return emptied(artifacts_dir / "hostile-markup")
 
 
 def _gradebook_grades(root) -> dict[tuple[str, str], tuple]:

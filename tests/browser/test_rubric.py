@@ -10,7 +10,6 @@ test-artifacts/rubric/.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from lmpolicy_grader.class_grading.course import load_config, load_outcomes
 from lmpolicy_grader.class_grading.grading import grade_class
 from lmpolicy_grader.class_grading.report import exercise_rows
 from lmpolicy_grader.rubric.answer_groups import answer_groups
-from tests.browser.conftest import ROOT, _serve
+from tests.browser.conftest import ROOT, _serve, emptied
 from tests.lmpolicy_grader.rubric.written_class import NOTEBOOK, make_class, written_cells
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
@@ -53,10 +52,7 @@ def instructor_server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def shots(artifacts_dir) -> Path:
-    folder = artifacts_dir / "rubric"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
-    return folder
+    return emptied(artifacts_dir / "rubric")
 
 
 def _gradebook(root):

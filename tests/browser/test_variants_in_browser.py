@@ -24,7 +24,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from tests.browser.conftest import _serve
+from tests.browser.conftest import _serve, emptied
 from tests.browser.notebook_page import (cell, cell_index, open_in_lab, output_of, replace_cell_code, run_cell,
                                          save_notebook, shown_text)
 from tests.verdicts import one_line
@@ -97,10 +97,7 @@ def released_02(tmp_path_factory, repo_root) -> str:
 
 @pytest.fixture(scope="module")
 def shots(artifacts_dir) -> Path:
-    folder = artifacts_dir / "variants"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
-    return folder
+    return emptied(artifacts_dir / "variants")
 
 
 @pytest.fixture
