@@ -51,6 +51,13 @@ def test_every_grader_command_in_the_guide_parses(arguments):
         pytest.fail(f"`python -m lmpolicy_grader {arguments}` in docs/instructors.md is refused ({refused.code})")
 
 
+def _telling(text: str) -> list[str]:
+    """The lines of ``text`` that could tell something: long enough, and not the import of a notebook's hidden
+    tests, which every test cell's hidden part holds and the guide shows as the form of one."""
+    return [line.strip() for line in text.splitlines()
+            if len(line.strip()) >= TRIVIAL and not line.strip().startswith("from lmpolicy_grader.hidden_tests import")]
+
+
 def test_the_guide_quotes_no_solution_mark_scheme_or_hidden_test():
     guide = GUIDE.read_text()
     leaked, checked = [], 0
@@ -58,8 +65,13 @@ def test_the_guide_quotes_no_solution_mark_scheme_or_hidden_test():
         for cell in nbformat.read(path, as_version=4).cells:
             for region in HIDDEN:
                 for text in region.findall(cell.source):
-                    lines = [line.strip() for line in text.splitlines() if len(line.strip()) >= TRIVIAL]
+                    lines = _telling(text)
                     checked += len(lines)
                     leaked += [f"{path.name}: {line}" for line in lines if line in guide]
+    for path in sorted((REPO / "lib" / "lmpolicy_grader" / "hidden_tests").glob("nb*.py")):  # the hidden tests' code
+        lines = [line for line in _telling(path.read_text())  # a line as short as `check_shape(out, shape, what)`
+                 if len(line) >= 2 * TRIVIAL and not line.startswith(("from ", "import ", '"""', "#"))]  # is any test's
+        checked += len(lines)
+        leaked += [f"{path.name}: {line}" for line in lines if line in guide]
     assert checked > 100  # the solutions, mark schemes and hidden tests were found
     assert leaked == []
