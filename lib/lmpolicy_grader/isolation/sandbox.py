@@ -21,8 +21,9 @@ a copy in the private folder mounted over the real package folder, in which the 
 the graded notebook's exercises raise "not available while grading". The real source, its bytecode and
 its folder are not in the sandbox at any path.
 
-Of the grader's package, the data no kernel imports is covered up (``GRADER_DATA``: the typical
-wrong answers and the example written answers, which quote the solutions line for line). The
+Of the grader's package, what no grading kernel imports and a submission must not read is covered up
+(``GRADER_DATA``: the typical wrong answers and the example written answers, which quote the solutions line
+for line, and the hidden tests, which only the trusted kernel runs). The
 sandbox's own root and ``/dev`` are remounted read-only once everything is in place: a kernel that
 runs as the grader's uid (a grader that is not root) would otherwise own them, and they are tmpfs
 without a size bound, so it could fill half the host's memory there.
@@ -80,9 +81,10 @@ STAGED_FILES = "/run/lmpolicy-notebook-files"
 WORK_FOLDER = "/home/student/notebook"
 # Run in the working folder, in the sandbox: takes the staged files.
 COPY_STAGED_FILES = ("cp", "-R", "--", f"{STAGED_FILES}/.", ".")
-# Files and folders of lmpolicy_grader that no grading kernel imports and that quote the solutions
-# (a wrong answer is the solution with one mistake, a good written answer is a model answer).
-GRADER_DATA = ("corpus",)
+# Files and folders of lmpolicy_grader that no grading kernel imports and a submission must not read: the
+# corpus quotes the solutions (a wrong answer is the solution with one mistake, a good written answer is a model
+# answer), and the hidden tests are the hidden part of every test cell (the trusted kernel, unsandboxed, runs them).
+GRADER_DATA = ("corpus", "hidden_tests")
 
 ENABLE_HELP = (
     "The grading kernel runs in a bubblewrap sandbox so that a submission cannot read the course's "

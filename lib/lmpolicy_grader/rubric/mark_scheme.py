@@ -8,7 +8,7 @@ scheme: a heading ``**Mark scheme (N points).**``, one line per credited point, 
   ``1 point for saying ...`` (a ``*`` or ``-`` bullet in front allowed), or, under a heading that says
   ``N point(s) per <thing>``, each numbered line ``1. ...``, worth N each. A bulleted or numbered item goes on
   over the indented lines under it; a plain one over the lines up to the next blank line or item;
-- a **note** is any other paragraph of the scheme ("Half a point for a correct limit without the reason."),
+- a **note** is any other paragraph of the scheme ("Half a point for ...": when an item earns half),
   shown beside the items for the grader to weigh;
 - a scheme with no item line is one item worth the heading's points (a one-sentence scheme);
 - the **model answer** is what follows ``**Model answer.**``.

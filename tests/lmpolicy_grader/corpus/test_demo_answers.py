@@ -18,7 +18,7 @@ from lmpolicy_grader.class_grading.examples_course import as_handed_in, with_ans
 from lmpolicy_grader.corpus.wrong_answers import DEMO_MESSAGE, WRONG_ANSWERS, Kind
 
 from ..scenarios.test_ch11_corpus import _autograded
-from .test_examples import _course
+from ..class_grading.test_examples_course import _course
 
 FROM_DEMO = [w for w in WRONG_ANSWERS if w.kind == Kind.FROM_DEMO]
 NOTEBOOKS = sorted({w.notebook for w in FROM_DEMO})

@@ -49,9 +49,9 @@ def test_items_of_each_written_form():
     assert plain.items == (Item(1, "the chain rule for the tokens."), Item(1, "logs."))
     assert plain.model_answer == "It factors."
     bullets = parse(_cell("**Mark scheme (2 points).**\n\n* 1 point, $\\beta \\to 0$: hard max,\n  on $b$.\n"
-                          "* 1 point: soft.\n\nHalf a point for a correct limit without the reason."), "nb", "c", 2)
+                          "* 1 point: soft.\n\nHalf a point for a right answer without its reason."), "nb", "c", 2)
     assert bullets.items == (Item(1, "$\\beta \\to 0$: hard max, on $b$."), Item(1, "soft."))
-    assert bullets.notes == ("Half a point for a correct limit without the reason.",)
+    assert bullets.notes == ("Half a point for a right answer without its reason.",)
     inline = parse(_cell("**Mark scheme (1 point).** 1 point for saying that wrong answers get weight 0.\n\n"
                          "**Model answer.** The baseline."), "nb", "c", 1)
     assert inline.items == (Item(1, "for saying that wrong answers get weight 0."),)

@@ -28,6 +28,7 @@ import os
 import shutil
 
 import nbformat
+from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook
 
@@ -376,16 +377,25 @@ def test_a_failed_hidden_check_shows_neither_its_message_nor_the_hidden_input_re
 
 
 def _hidden_only(root) -> set[str]:
-    """The identifiers (``_name``) and the quoted text of the hidden tests that the released notebook does not have."""
+    """The identifiers (``_name``) and the quoted text of the hidden tests (the test cells' hidden parts and the
+    notebook's module of ``lmpolicy_grader.hidden_tests``) that neither the released notebook nor the visible
+    checks (its module of ``lmpolicy.exercises``) have."""
     import re
+
+    from lmpolicy_grader import completeness
+
     released = "\n".join(c.source for c in nbformat.read(root / "release" / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4).cells)
-    found = set()
+    library = Path(__file__).resolve().parents[3] / "lib"
+    visible = (library / "lmpolicy" / "exercises" / f"{completeness.module_name(NOTEBOOK)}.py").read_text()
+    hidden_parts = [(library / "lmpolicy_grader" / "hidden_tests" / f"{completeness.module_name(NOTEBOOK)}.py").read_text()]
     for cell in nbformat.read(root / "source" / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4).cells:
         if cell.cell_type == "code" and HIDDEN_TESTS in cell.source:
-            hidden = cell.source.split(HIDDEN_TESTS, 1)[1]
-            found |= set(re.findall(r"\b_[A-Za-z]\w{2,}\b", hidden))
-            found |= {a or b for a, b in re.findall(r"\"([^\"\n{]{12,})\"|'([^'\n{]{12,})'", hidden)}
-    return {item for item in found if item not in released}
+            hidden_parts.append(cell.source.split(HIDDEN_TESTS, 1)[1])
+    found = set()
+    for hidden in hidden_parts:
+        found |= set(re.findall(r"\b_[A-Za-z]\w{2,}\b", hidden))
+        found |= {a or b for a, b in re.findall(r"\"([^\"\n{]{12,})\"|'([^'\n{]{12,})'", hidden)}
+    return {item for item in found if item not in released and item not in visible}
 
 
 def test_no_feedback_holds_a_word_of_the_hidden_tests(hostile_class):
