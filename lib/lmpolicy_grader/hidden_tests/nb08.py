@@ -9,7 +9,7 @@ import math
 import torch
 from numpy.random import default_rng
 
-from lmpolicy.exercises.nb08 import (DISAGREEING_TEMPERATURES, KL_PENALIZED_REWARDS, LEAVE_ONE_OUT_BASELINE,
+from lmpolicy.exercises.nb08 import (KL_PENALIZED_REWARDS, LEAVE_ONE_OUT_BASELINE,
                                      POLICY_GRADIENT_LOSS, check_baseline, check_disagreeing, check_penalized,
                                      check_pg_loss, kl_reward_example, pg_loss_example, row)
 from lmpolicy.notebook import checks
