@@ -102,7 +102,8 @@ def _top_k_filter_checks(exercise: Exercise, top_k_filter) -> None:
     _top_k_checked(exercise, top_k_filter, torch.tensor([[2.0, -1.0, 1.0, 0.0], [0.0, 1.0, 3.0, 2.0]]), 2,
                    [[2.0, -inf, 1.0, -inf], [-inf, -inf, 3.0, 2.0]],
                    "top_k_filter(torch.tensor([[2., -1., 1., 0.], [0., 1., 3., 2.]]), 2)",
-                   hint="compare every row with its own k-th largest logit: topk(...).values[..., -1:]")
+                   hint="compare every row with its own k-th largest logit: "
+                        "logits.topk(min(k, logits.shape[-1]), dim=-1).values[..., -1:]")
     _top_k_checked(exercise, top_k_filter, torch.tensor([0.5, 0.2, -1.0]), 5, [0.5, 0.2, -1.0],
                    "top_k_filter(torch.tensor([0.5, 0.2, -1.]), 5)",
                    hint="when k is at least the vocabulary size nothing is cut (logits.topk(k) raises for k > V)")
