@@ -24,7 +24,6 @@ from lmpolicy_grader.corpus.written_answers import WRITTEN_ANSWERS
 
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 MOST_LINES = 3  # a check cell's visible part (its heading and a call), and its hidden part
-PARAMETERS = "parameters"
 
 
 def module_name(notebook: str) -> str:
@@ -120,7 +119,7 @@ def problems(notebook: str, folder: Path | None = None) -> list[str]:
             found += _check_cell_problems(notebook, key, grade_id, cell.source, module)
         elif cell.cell_type == "markdown" and cell.metadata["nbgrader"].get("grade"):
             written.add(grade_id)
-        elif grade_id.endswith(catalogue.GRADE_ID_SEPARATOR + PARAMETERS):
+        elif grade_id.endswith(catalogue.PARAMETERS_CELL):
             parameters.add(key)
     for key in sorted(set(declared) - tested):
         found.append(f"{notebook}: lmpolicy.exercises.{name} declares {key}, which has no check cell in the notebook")
@@ -135,8 +134,8 @@ def problems(notebook: str, folder: Path | None = None) -> list[str]:
     for key in sorted(tested):
         if (key in variants.VARYING) != (key in parameters):
             found.append(f"{notebook} {key}: " + ("varies per student (lmpolicy.per_student.variants) but has no "
-                                                  f"`{key}__{PARAMETERS}` cell" if key in variants.VARYING else
-                                                  f"has a `{key}__{PARAMETERS}` cell but no family in "
+                                                  f"`{key}{catalogue.PARAMETERS_CELL}` cell" if key in variants.VARYING else
+                                                  f"has a `{key}{catalogue.PARAMETERS_CELL}` cell but no family in "
                                                   "lmpolicy.per_student.variants"))
     return found
 

@@ -44,6 +44,8 @@ from pathlib import Path
 ASSIGNMENT = "ch11"
 CHAPTER = 11
 GRADE_ID_SEPARATOR = "__"
+# the grade id's ending of a varying exercise's cell that shows the student's own numbers (`ex11_1a__parameters`)
+PARAMETERS_CELL = f"{GRADE_ID_SEPARATOR}parameters"
 METADATA_FIELD = "lmpolicy"       # the first cell's metadata: {"lmpolicy": {"exercises": {key: title}}}
 TITLES_FIELD = "exercises"
 HEADER_BEGIN = ("<!-- the exercise table: written from the cells' metadata by `python -m lmpolicy.notebook.catalogue "

@@ -113,7 +113,6 @@ def verdict(cell, notebook) -> str:
     return "\n".join(lines) if lines else ""
 
 
-PARAMETERS = "__parameters"  # the grade id of a varying exercise's cell that shows the student's numbers
 
 
 def saved_variant_mismatch(notebook) -> str | None:
@@ -123,8 +122,8 @@ def saved_variant_mismatch(notebook) -> str | None:
 
     for cell in notebook.cells:
         grade_id = (cell.metadata.get("nbgrader") or {}).get("grade_id", "")
-        key = grade_id.removesuffix(PARAMETERS)
-        if cell.cell_type != "code" or not grade_id.endswith(PARAMETERS) or key not in variants.VARYING:
+        key = grade_id.removesuffix(catalogue.PARAMETERS_CELL)
+        if cell.cell_type != "code" or not grade_id.endswith(catalogue.PARAMETERS_CELL) or key not in variants.VARYING:
             continue
         shown = [out.get("data", {}).get("text/markdown") or out.get("data", {}).get("text/plain") or out.get("text", "")
                  for out in cell.get("outputs", [])]  # variants.show displays markdown; its text/plain is a repr

@@ -12,10 +12,10 @@ from __future__ import annotations
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from lmpolicy.notebook.catalogue import PARAMETERS_CELL
 from lmpolicy.per_student import variants
 from lmpolicy_grader.students import Variants
 
-PARAMETERS = "__parameters"
 
 
 class ShowStudentParameters(NbGraderPreprocessor):
@@ -27,8 +27,8 @@ class ShowStudentParameters(NbGraderPreprocessor):
             student = None
         for cell in nb.cells:
             grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-            key = grade_id.removesuffix(PARAMETERS)
-            if cell.cell_type == "code" and grade_id.endswith(PARAMETERS) and key in variants.VARYING:
+            key = grade_id.removesuffix(PARAMETERS_CELL)
+            if cell.cell_type == "code" and grade_id.endswith(PARAMETERS_CELL) and key in variants.VARYING:
                 text = variants.describe(key, student or None)
                 cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": text, "text/plain": text})]
         return nb, resources
