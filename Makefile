@@ -74,7 +74,7 @@ work-copy:
 # A student's JupyterLab: nbgrader's Validate, but not the instructor's tools (jupyter-config/student).
 # `make lab STUDENT=<id>`: the student's own numbers in the numeric exercises (lib/lmpolicy/per_student/variants.py).
 # The server shows the start page with who the student is and their progress as of the moment it is opened
-# (jupyter-config/student: lmpolicy.notebook.start_page_contents); the browser, and the URL printed with
+# (jupyter-config/student: lmpolicy.notebook.served_notebooks); the browser, and the URL printed with
 # --no-browser, open that page (default_url).
 lab: $(STUDENT_VENV) work-copy
 	$(STUDENT_ENV) JUPYTER_CONFIG_PATH="$(CURDIR)/jupyter-config/student$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \

@@ -55,7 +55,7 @@ def test_the_printed_url_and_the_servers_root_open_the_students_start_page(lab_s
     printed = re.findall(r"http://127\.0\.0\.1:\d+(/\S*?)\?token=", lab_server.log())
     assert printed and set(printed) == {start_page}, printed
     # opened unrun, it already says who the student is and shows the progress: the server fills its first cell
-    # as it serves the page (lmpolicy.notebook.start_page_contents)
+    # as it serves the page (lmpolicy.notebook.served_notebooks)
     import json
     status, _, body = lab_server.get(f"/api/contents/{start_page.removeprefix('/lab/tree/')}?type=notebook&content=1")
     first = json.loads(body)["content"]["cells"][1]

@@ -39,7 +39,11 @@ def start_page_row(page, lab_server, notebook: str, screenshot) -> str:
     overview = shown.locator(".jp-OutputArea-output table.lmpolicy-overview")
     overview.wait_for(timeout=RUN_TIMEOUT_MS)
     expect(shown.locator(".jp-OutputArea-output .lmpolicy-who")).to_be_visible()
+    wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
     page.wait_for_timeout(1_000)
+    # opened and its kernel connected, the page is not marked unsaved: JupyterLab finds the kernel's language
+    # already in it (lmpolicy.notebook.served_notebooks)
+    expect(page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty")).to_have_count(0)
     page.screenshot(path=str(screenshot))
     view = shown.locator(".jp-WindowedPanel-outer").bounding_box()
     box = overview.bounding_box()

@@ -2,7 +2,7 @@
 when the page is opened, before anything runs.
 
 ``overview()`` is what the page's first cell (tagged ``OVERVIEW_TAG``) shows when run. The student's Jupyter server
-puts it into that cell's output as the page is opened (``lmpolicy.notebook.start_page_contents``), so the page never
+puts it into that cell's output as the page is opened (``lmpolicy.notebook.served_notebooks``), so the page never
 shows an earlier one. The words are the progress table's (``lmpolicy.notebook.progress``), which are the checks' own.
 """
 from __future__ import annotations

@@ -57,12 +57,12 @@ def test_the_server_serves_the_start_page_with_the_overview_as_of_now_and_leaves
     """Opened after a check passed, the start page shows it, though the file on disk holds the page as committed."""
     import asyncio
 
-    from lmpolicy.notebook.start_page_contents import StartPageContentsManager
+    from lmpolicy.notebook.served_notebooks import StudentContentsManager
 
     start = working_copy.parent / "00_start_here.ipynb"
     shutil.copy(progress.course_root() / "notebooks" / "00_start_here.ipynb", start)
     before = start.read_bytes()
-    manager = StartPageContentsManager(root_dir=str(working_copy.parent))
+    manager = StudentContentsManager(root_dir=str(working_copy.parent))
 
     def served(path):
         return asyncio.run(manager.get(path, content=True, type="notebook"))["content"]
@@ -79,3 +79,27 @@ def test_the_server_serves_the_start_page_with_the_overview_as_of_now_and_leaves
     assert start.read_bytes() == before  # the file as the student has it: JupyterLab sees no change under it
     other = served("ch11/01_policy_softmax.ipynb")  # any other notebook: as saved
     assert all(not c.get("outputs") for c in other.cells if c.cell_type == "code")
+
+
+def test_every_notebook_is_served_with_the_language_its_kernel_reports(working_copy):
+    """JupyterLab marks a notebook unsaved when the kernel's language_info differs from the notebook's: served with
+    the kernel's own, a notebook opened and left alone stays clean; the file keeps the committed metadata."""
+    import asyncio
+
+    from jupyter_client.manager import start_new_kernel
+
+    from lmpolicy.notebook.served_notebooks import StudentContentsManager
+
+    path = working_copy / "01_policy_softmax.ipynb"
+    saved = nbformat.read(path, as_version=4).metadata["language_info"]
+    assert saved == {"name": "python"}  # as committed: the language's name alone
+    manager = StudentContentsManager(root_dir=str(working_copy))
+    served = asyncio.run(manager.get("01_policy_softmax.ipynb", content=True, type="notebook"))["content"]
+    kernel, client = start_new_kernel(kernel_name="python3")
+    try:
+        reported = client.kernel_info(reply=True, timeout=60)["content"]["language_info"]
+    finally:
+        client.stop_channels()
+        kernel.shutdown_kernel(now=True)
+    assert served.metadata["language_info"] == reported
+    assert nbformat.read(path, as_version=4).metadata["language_info"] == saved
