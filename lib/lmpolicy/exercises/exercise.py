@@ -43,8 +43,10 @@ class Exercise:
                          pattern=self.forbids.pattern, parts=self.forbids.parts)
 
     def check(self, *answers) -> None:
-        """The visible checks on the student's ``answers``; when they all pass, say so and record it."""
+        """The visible checks on the student's ``answers`` (refused, not judged, when one is left from a run of its
+        cell that raised: ``checks.answers_from_finished_runs``); when they all pass, say so and record it."""
         checks.checking(self.key)
+        checks.answers_from_finished_runs(*answers)
         self.visible(self, *answers)
         checks.done(self.key)
 
@@ -75,5 +77,6 @@ def numbers(namespace, names) -> dict[str, float]:
     (its ``globals()``): a name the student never made reads None, and the check says the answer is a stub. The
     names stay strings, outside the cell's code: the code rule's tested names (``lmpolicy.notebook.code_rule``) are
     the names a check cell's code reads, and these answers may be made by any assignment, tuple unpacking
-    included."""
+    included. An answer whose cell raised the last time it ran is refused, not judged."""
+    checks.answers_from_finished_runs(names=names, namespace=namespace)
     return {name: checks.check_number(namespace.get(name), name) for name in names}

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lmpolicy.notebook import kernel, progress, recorder
+from lmpolicy.notebook import answer_runs, kernel, progress, recorder, save_request
 # What test cells, check modules and the grader reach through ``checks``, each defined in its own module:
 from lmpolicy.notebook.bindings import binds, bound_names, statements  # noqa: F401
 from lmpolicy.notebook.blocking import active_blocks, no_library_shortcut  # noqa: F401
@@ -230,6 +230,23 @@ def checking(exercise_key: str) -> None:
             recording.checking_in_cell.add(exercise_key)
 
 
+def answers_from_finished_runs(*answers, names=(), namespace: dict | None = None) -> None:
+    """The check cell's answers (objects it passes to a check, or ``names`` read from ``namespace``) must be what
+    their cells finished making: one whose cell raised the last time it ran fails with ``answer_runs.LeftOver``
+    ("prob_86 is left from an earlier run: its cell raised ..."), nothing judged; in JupyterLab, a line is added
+    when the cell that made one is edited since it ran. Nothing under the grader, which runs every cell in order."""
+    if running_under_grader():
+        return
+    recording = recorder.install()
+    if recording is None:
+        return
+    namespace = recording.shell.user_ns if namespace is None else namespace
+    runs = recording.answer_runs
+    read = runs.answer_names(answers, names, recording.cell_source, namespace)
+    runs.refuse_left_over(read, namespace)
+    answer_runs.show_edited_since_run(runs, read)
+
+
 def done(exercise_key: str) -> None:
     """The visible checks of ``exercise_key`` passed: say so, and record it (not under the grader).
 
@@ -247,22 +264,36 @@ def done(exercise_key: str) -> None:
 
 
 def mark_done(exercise_key: str) -> None:
-    """For a written answer: says whether its cell holds an answer yet (as last saved); records nothing.
+    """For a written answer: says whether its cell holds an answer yet; records nothing.
 
-    The start page shows a written answer as "written (graded by hand)" once its cell holds text other than the
-    placeholder, so there is nothing to tick by hand.
+    It reads the notebook file, so in JupyterLab it first asks JupyterLab to save the notebook
+    (``save_request``) and reads what the student sees; elsewhere, or when the save did not come, it reads the
+    notebook as last saved and says so. The start page shows a written answer as "written (graded by hand)"
+    once its cell holds text other than the placeholder, so there is nothing to tick by hand.
     """
     exercise = progress.exercise(exercise_key)
     if running_under_grader():
         return
-    states = [s for s in progress.item_states(exercise.notebook, student_notebook=kernel.this_notebook(exercise.notebook))
+    notebook = kernel.this_notebook(exercise.notebook)
+    saved_now = save_request.save_notebook(notebook)
+    states = [s for s in progress.item_states(exercise.notebook, student_notebook=notebook)
               if s.item.exercise == exercise and s.item.written]
-    if states and all(s.written_in for s in states):
+    written = bool(states) and all(s.written_in for s in states)
+    if saved_now:
+        if written:
+            print(f"\u270e {exercise.label}: {progress.WRITTEN_STATUS}: your answer is in its cell (saved just now), "
+                  "for your instructor to grade")
+        else:
+            print(f"{exercise.label}: the answer cell still holds its placeholder: write your answer there, then run "
+                  "this cell again")
+        return
+    if written:
         print(f"\u270e {exercise.label}: {progress.WRITTEN_STATUS}: your answer is in its cell, as last saved, "
               "for your instructor to grade")
     else:
         print(f"{exercise.label}: the answer cell still holds its placeholder (as last saved): write your answer "
-              "there and save the notebook (Ctrl+S); the start page counts it then")
+              "there, save the notebook (Ctrl+S, or Cmd+S on a Mac), then run this cell again; the start page "
+              "counts it once saved")
 
 
 def summary(notebook: str) -> None:
