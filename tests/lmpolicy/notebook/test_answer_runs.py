@@ -24,13 +24,20 @@ def numbers_cell(prob: str) -> str:
     return f"prob_86 = {prob}\nlogprob_86 = math.log(prob_86)\nmain_contributor = '6'\n"
 
 
-@pytest.fixture
-def kernel(tmp_path):
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("answer-runs")
+
+
+@pytest.fixture(scope="module")
+def kernel(folder):
+    """One kernel for the module (each test uses its own exercise's names): notebook 01's set-up, its 11.1(a)
+    parameters and a sequence_logprob run."""
     import os
 
-    notebook = tmp_path / f"{NOTEBOOK}.ipynb"  # the kernel's notebook, as JupyterLab names it
+    notebook = folder / f"{NOTEBOOK}.ipynb"  # the kernel's notebook, as JupyterLab names it
     notebook.write_text((progress.release_dir() / f"{NOTEBOOK}.ipynb").read_text())
-    env = dict(os.environ, LMPOLICY_PROGRESS_FILE=str(tmp_path / "progress.json"), JPY_SESSION_NAME=str(notebook),
+    env = dict(os.environ, LMPOLICY_PROGRESS_FILE=str(folder / "progress.json"), JPY_SESSION_NAME=str(notebook),
                LMPOLICY_STUDENT_ID="alice")
     for variable in ("NBGRADER_EXECUTION", "LMPOLICY_VARIANTS"):
         env.pop(variable, None)
@@ -53,7 +60,7 @@ def check_11_1a(kernel):
     return kernel.run(check.source, cell_id=check.id)
 
 
-def test_a_check_after_its_answer_cell_raised_says_so_and_judges_nothing(kernel, tmp_path):
+def test_a_check_after_its_answer_cell_raised_says_so_and_judges_nothing(kernel, folder):
     """11.1(a): the chapter's number from an earlier run, then the answer cell raises: the check names the variable
     and the error instead of "this is the chapter's value", records no pass, and judges again once the cell runs."""
     kernel.run(numbers_cell(" * ".join(map(str, CHAPTER_PROBS))), cell_id="ex11_1a__numbers")
@@ -68,7 +75,7 @@ def test_a_check_after_its_answer_cell_raised_says_so_and_judges_nothing(kernel,
         "(In [n]) raised AttributeError: 'Tensor' object has no attribute 'product' the last time it ran. "
         "Fix that cell and run it again, then this check.")
     assert "chapter" not in verdict(error)
-    (run,) = json.loads((tmp_path / "progress.json").read_text())["checks"]["ex11_1a"].values()
+    (run,) = json.loads((folder / "progress.json").read_text())["checks"]["ex11_1a"].values()
     assert run["state"] == "failing" and run["reason"].startswith("Not checked: prob_86, logprob_86 and")
 
     # a cell that raises without binding the answers leaves them judged
@@ -79,7 +86,7 @@ def test_a_check_after_its_answer_cell_raised_says_so_and_judges_nothing(kernel,
     kernel.run("print(token_probs_86.product())")
     printed, error = check_11_1a(kernel)
     assert error is None and "\u2713 Exercise 11.1(a) passed the visible checks" in printed
-    assert "ex11_1a" in json.loads((tmp_path / "progress.json").read_text())["done"]
+    assert "ex11_1a" in json.loads((folder / "progress.json").read_text())["done"]
 
 
 def test_an_answer_set_before_its_cell_raised_is_not_judged_either(kernel):
@@ -137,12 +144,21 @@ def test_under_the_grader_the_check_judges_what_the_namespace_holds(monkeypatch)
     assert result.error_in_exec is None
 
 
-def test_mark_done_asks_jupyterlab_to_save_and_reads_what_the_student_typed(kernel, tmp_path):
+@pytest.fixture
+def notebook_put_back(folder):
+    """The kernel's notebook, put back as it was after the test."""
+    notebook = folder / f"{NOTEBOOK}.ipynb"
+    saved = notebook.read_text()
+    yield notebook
+    notebook.write_text(saved)
+
+
+def test_mark_done_asks_jupyterlab_to_save_and_reads_what_the_student_typed(kernel, notebook_put_back):
     """mark_done shows the script that presses JupyterLab's save key, then reads the file once it changed: here the
     test plays JupyterLab, saving the notebook with the written answer typed in when the script arrives."""
     import nbformat
 
-    notebook = tmp_path / f"{NOTEBOOK}.ipynb"
+    notebook = notebook_put_back
     code = "checks.mark_done('ex11_1b')"
     message = kernel.client.session.msg("execute_request", {"code": code, "silent": False, "store_history": True,
                                                             "user_expressions": {}, "allow_stdin": False})
@@ -170,8 +186,9 @@ def test_mark_done_asks_jupyterlab_to_save_and_reads_what_the_student_typed(kern
 def test_mark_done_says_what_to_do_when_nothing_saved_the_notebook(kernel):
     """No front end saved the notebook (the script ran nowhere): after its short wait, mark_done says the answer it
     read is the notebook as last saved, and how to save it."""
-    printed, _ = kernel.run("from lmpolicy.notebook import save_request\nsave_request.WAIT_SECONDS = 0.5\n"
-                            "checks.mark_done('ex11_1b')")
+    printed, _ = kernel.run("from lmpolicy.notebook import save_request\nsave_request.WAIT_SECONDS, waited = 0.5, "
+                            "save_request.WAIT_SECONDS\ntry:\n    checks.mark_done('ex11_1b')\nfinally:\n"
+                            "    save_request.WAIT_SECONDS = waited")
     assert printed.strip() == ("Exercise 11.1(b): the answer cell still holds its placeholder (as last saved): write "
                                "your answer there, save the notebook (Ctrl+S, or Cmd+S on a Mac), then run this cell "
                                "again; the start page counts it once saved")
