@@ -34,10 +34,10 @@ FRESH_SECONDS = 30  # a script output older than this is a saved one, shown agai
 @dataclass(frozen=True)
 class Run:
     """The last run of a cell that binds a name: its execution count, its error ("AttributeError: ...") or None,
-    and whether the name's object changed during that run."""
+    and whether the name's object changed during that run (None: not known, the run came before the watch)."""
     execution_count: int | None
     error: str | None
-    rebound: bool
+    rebound: bool | None
 
 
 class LeftOver(CheckFailed):
@@ -93,6 +93,17 @@ class AnswerRuns:
             self.last_run[name] = Run(result.execution_count, words, rebound)
         self.running, self._before, self._cell_id = set(), {}, None
 
+    def learn_the_run_before(self, result) -> None:
+        """The cell that ran just before the watch began (IPython's ``last_execution_result``: the watch begins in
+        the cell that first imports the checks, often a check run right after its answer cell raised): when it
+        raised, the names its code binds are taken as left by it, whether it changed them or not unknown."""
+        error = None if result is None else result.error_in_exec or result.error_before_exec
+        source = getattr(getattr(result, "info", None), "raw_cell", None)
+        if error is None or not source:
+            return
+        for name in binds([source]):
+            self.last_run.setdefault(name, Run(result.execution_count, error_words(error), None))
+
     def answer_names(self, answers, names, source: str, namespace: dict) -> list[str]:
         """The names of a check's answers: ``names`` as given, and the names the check cell's code (``source``)
         reads that hold one of ``answers`` (the very object); none the running cell binds itself."""
@@ -122,7 +133,9 @@ def left_over_line(run: Run, names: list[str]) -> str:
     listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
     one = len(names) == 1
     cell = f"{'its' if one else 'their'} cell" + (f" (In [{run.execution_count}])" if run.execution_count else "")
-    if run.rebound:
+    if run.rebound is None:
+        said = (f"{listed} may be left from an earlier run: {cell} raised {run.error} the last time it ran.")
+    elif run.rebound:
         said = f"{listed} {'was' if one else 'were'} set by a run of {cell} that then raised {run.error}."
     else:
         said = (f"{listed} {'is' if one else 'are'} left from an earlier run: {cell} raised {run.error} "

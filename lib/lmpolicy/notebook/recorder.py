@@ -192,6 +192,7 @@ def install() -> CellRecorder | None:
         # did not run before it, so take its code from the history IPython stored as it began
         history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None) or [""]
         _RECORDER.cell_source = history[-1]
+        _RECORDER.answer_runs.learn_the_run_before(getattr(shell, "last_execution_result", None))
         shell.events.register("pre_run_cell", _RECORDER.pre_run_cell)
         shell.events.register("post_run_cell", _RECORDER.post_run_cell)
         recorder = _RECORDER

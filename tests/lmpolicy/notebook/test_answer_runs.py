@@ -192,3 +192,29 @@ def test_mark_done_says_what_to_do_when_nothing_saved_the_notebook(kernel):
     assert printed.strip() == ("Exercise 11.1(b): the answer cell still holds its placeholder (as last saved): write "
                                "your answer there, save the notebook (Ctrl+S, or Cmd+S on a Mac), then run this cell "
                                "again; the start page counts it once saved")
+
+
+def test_the_cell_that_raised_just_before_the_first_check_of_the_kernel_is_known(folder):
+    """The watch begins with the kernel's first check: the answer cell that raised just before it is still known
+    (IPython keeps the last run's result), so the check says so rather than judge what an earlier run left."""
+    import os
+
+    env = dict(os.environ, LMPOLICY_PROGRESS_FILE=str(folder / "progress-fresh.json"), LMPOLICY_STUDENT_ID="alice",
+               JPY_SESSION_NAME=str(folder / f"{NOTEBOOK}.ipynb"))
+    for variable in ("NBGRADER_EXECUTION", "LMPOLICY_VARIANTS"):
+        env.pop(variable, None)
+    fresh = Kernel(env)
+    try:
+        parameters = release_cell("ex11_1a__parameters")
+        fresh.run("import math\nimport torch\n" + parameters.source, cell_id=parameters.id)
+        fresh.run("def sequence_logprob(token_probs):\n    return token_probs.log().sum(dim=-1)")
+        fresh.run(numbers_cell(" * ".join(map(str, CHAPTER_PROBS))), cell_id="ex11_1a__numbers")
+        fresh.run(numbers_cell("token_probs_86.product()"), cell_id="ex11_1a__numbers")
+        assert "lmpolicy.notebook.checks" not in fresh.run("import sys\nprint(sorted(sys.modules))")[0]
+        fresh.run(numbers_cell("token_probs_86.product()"), cell_id="ex11_1a__numbers")  # the run just before
+        said = verdict(check_11_1a(fresh)[1])
+        assert said.startswith("\u2717 Not checked: prob_86, logprob_86 and main_contributor may be left from an "
+                               "earlier run: their cell (In ["), said
+        assert "raised AttributeError: 'Tensor' object has no attribute 'product' the last time it ran" in said
+    finally:
+        fresh.close()
