@@ -22,11 +22,9 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, Clea
 
 import lmpolicy_grader
 import nbgrader
-from nbgrader.converters import GenerateAssignment
 from lmpolicy_grader.nbgrader_plugins.export import StatusCsvExportPlugin
 from lmpolicy_grader.content_policy import mathjax_loader, policy
 from lmpolicy_grader.nbgrader_plugins.feedback_exporter import FeedbackHTMLExporter
-from lmpolicy_grader.nbgrader_plugins.collapse_check_cells import CollapseCheckCells
 from lmpolicy_grader.nbgrader_plugins import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells, SaveAutoGradesWhole)
 from lmpolicy_grader.nbgrader_plugins.outputs_as_handed_in import OutputsAsHandedIn
@@ -113,10 +111,6 @@ c.LimitOutput.max_traceback = 40
 # LMPOLICY_VARIANTS=off in the students' servers too). The hidden tests' random inputs differ per student either
 # way, drawn from the course secret (c.Variants.secret_file at the course root, made at the first grading).
 c.Variants.enabled = True
-
-# --- release: stock generate_assignment, then the check cells collapsed (their verdict is what a student reads)
-c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
-                                      CollapseCheckCells]
 
 # --- export: `nbgrader export` writes nbgrader_export.csv with a status column (FAILED, never a silent 0)
 c.ExportApp.plugin_class = StatusCsvExportPlugin

@@ -134,8 +134,8 @@ def active_cell(page) -> int:
 
 def select(page, index: int, step_down: bool) -> None:
     """Make cell ``index`` the active one: a click on its prompt, or with ``step_down`` from the keyboard, Shift+Enter
-    over the markdown cells between, as a student steps from an answer to its check (a click on a collapsed check
-    cell would expand it; j, JupyterLab's next-cell key, went from the hint past the check here)."""
+    over the markdown cells between, as a student steps from an answer to its check (as the check's first line
+    tells them)."""
     if step_down:
         for _ in range(3):
             page.wait_for_function("() => document.querySelector('.jp-Notebook .jp-Cell.jp-mod-active') !== null")
@@ -154,22 +154,20 @@ def select(page, index: int, step_down: bool) -> None:
 
 
 def run_cell(page, index: int, step_down: bool = False, attempts: int = 4) -> None:
-    """Select cell ``index`` and run it with Shift+Enter; wait until it has run (``step_down``: the caller waits).
+    """Select cell ``index`` (``step_down``: from the keyboard, see ``select``) and run it with Shift+Enter; wait until
+    it has run.
 
     Shift+Enter is repeated until the cell is really queued: while the kernel is still connecting JupyterLab can
-    drop the request without a word (the prompt stays as it was), as run_all_cells says."""
+    drop the request without a word (the prompt stays as it was), as run_all_cells says. A repeat selects the cell
+    by its prompt: the dropped Shift+Enter has already moved the selection past it."""
     from playwright.sync_api import expect
 
-    if step_down:  # a collapsed cell shows no prompt to watch: the caller waits for its output
-        select(page, index, step_down)
-        page.keyboard.press("Shift+Enter")
-        return
     prompt = cell(page, index).locator(".jp-InputPrompt").first
     before = prompt.text_content().strip()  # its text even out of view
     ran_or_dropped = re.compile(r"\[(\d+| )\]")
     for attempt in range(attempts):
         wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
-        select(page, index, step_down=False)
+        select(page, index, step_down=step_down and attempt == 0)
         page.keyboard.press("Shift+Enter")
         try:
             expect(prompt).not_to_have_text(before, timeout=10_000)

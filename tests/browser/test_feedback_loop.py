@@ -1,9 +1,9 @@
 """A student's feedback loop in a real JupyterLab (`make lab`) in headless Chromium.
 
-In the student's copy of notebook 01: step down to the softmax check with Shift+Enter and run it, closed,
+In the student's copy of notebook 01: step down to the softmax check with Shift+Enter and run it
 before its answer cell, and read which cell to run first; type the softmax that forgets to subtract the
 maximum (a pitfall of the wrong-answer corpus), run the notebook, and read a short message naming the
-mistake right under the closed check, with no traceback, in the notebook and in nbgrader's Validate dialog;
+mistake right under the check, with no traceback, in the notebook and in nbgrader's Validate dialog;
 type a correct softmax, see ✓; and see the start page's count of done items go up by one; run the answer
 cell again with the wrong code and see the tick go; write 11.1(b)'s answer, save, and see it counted.
 Screenshots of each step are saved under test-artifacts/feedback-*.png.
@@ -87,23 +87,20 @@ def test_a_pitfall_gets_a_short_message_then_a_correct_answer_a_tick_and_the_cou
         assert page.get_by_text("Error fetching courses").count() == 0
 
         open_in_lab(page, lab_server, f"{student_copy.relative_to(repo_root)}/{NOTEBOOK}.ipynb")
-        # the check run first, in a fresh kernel (as after a restart): it says which cell to run. Its code is
-        # collapsed, as released, and a click on it (its prompt too) would open it: as its first line says, the
-        # student steps down to it with Shift+Enter, here from the hint above it, and runs it closed
-        closed = cell(page, check).locator(".jp-InputPlaceholder")
-        expect(closed).to_contain_text("Checks of Exercise 01.softmax: run with Shift+Enter from your answer")
+        # the check run first, in a fresh kernel (as after a restart): it says which cell to run. As its first line
+        # says, the student steps down to it with Shift+Enter, here from the hint above it
+        heading = cell(page, check).locator(".cm-content")
+        expect(heading).to_contain_text("Checks of Exercise 01.softmax: run with Shift+Enter from your answer")
         select(page, check - 1, step_down=False)
         select(page, check, step_down=True)
         page.keyboard.press("Shift+Enter")
         early = output_of(page, check, "Not defined yet", artifacts_dir / "feedback-not-run-yet.png")
         assert "softmax is defined in Exercise 01.softmax's answer cell, which has not run in this kernel: run it first." \
             in one_line(early), early
-        expect(closed).to_be_visible()  # run, and still closed: the verdict right under its first line
         pitfall = the_pitfall()
         replace_cell_code(page, answer, pitfall.source)
         run_all(page, NOTEBOOK)  # stops at the first failing cell: the softmax check
         shown = output_of(page, check, "Check failed", artifacts_dir / "feedback-pitfall.png")
-        expect(closed).to_be_visible()
         cell(page, check).screenshot(path=str(artifacts_dir / "feedback-pitfall-cell.png"))  # as the student sees it
         lines = [line for line in shown.strip().splitlines() if line.strip()]
         assert len(lines) <= MAX_MESSAGE_LINES, f"the message has {len(lines)} lines:\n{shown}"

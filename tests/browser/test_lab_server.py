@@ -101,7 +101,7 @@ def test_make_work_copy_copies_once_and_never_overwrites_the_students_notebooks(
     shutil.rmtree(work)
 
 
-# --- what a student meets: no news toast, check cells collapsed, Validate's verdicts ----------------------
+# --- what a student meets: no news toast, check cells in full, Validate's verdicts -----------------------
 
 VALIDATE_COPY = "test-artifacts/validate-work"  # a copy of its own, so no other test's notebook changes under it
 RUN_TIMEOUT_MS = 180_000  # Validate runs the whole notebook in a fresh kernel (torch's import) on a busy machine
@@ -113,16 +113,11 @@ UNSHIFTED_SOFTMAX = '''def softmax(logits, dim=-1):
 
 
 def student_notebook_01(repo_root) -> Path:
-    """Release notebook 01 as the course's generate_assignment releases it: its check cells collapsed."""
-    import nbformat
-    from lmpolicy_grader.nbgrader_plugins.collapse_check_cells import CollapseCheckCells
-
-    nb = nbformat.read(repo_root / "release" / "ch11" / "01_policy_softmax.ipynb", as_version=4)
-    nb, _ = CollapseCheckCells().preprocess(nb, {})
+    """Release notebook 01, copied where no other test changes it."""
     folder = repo_root / VALIDATE_COPY
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    nbformat.write(nb, folder / "01_policy_softmax.ipynb")
+    shutil.copy(repo_root / "release" / "ch11" / "01_policy_softmax.ipynb", folder / "01_policy_softmax.ipynb")
     return folder / "01_policy_softmax.ipynb"
 
 
@@ -160,7 +155,7 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
         assert box["y"] + box["height"] <= view["y"] + view["height"], (box, view)  # on the first screen
         page.set_viewport_size({"width": 1280, "height": 900})
 
-        # notebook 01: the check cells collapsed, their code one click away
+        # notebook 01: a check cell shows its code, a heading and one call
         page.goto(lab_server.url(f"/lab/tree/{VALIDATE_COPY}/01_policy_softmax.ipynb") + "&reset")
         cells = page.locator(".jp-NotebookPanel .jp-Cell")
         cells.first.wait_for(timeout=RUN_TIMEOUT_MS)
@@ -169,11 +164,11 @@ def test_a_student_opens_the_course_then_validates_a_wrong_softmax_and_reads_its
         index = {c.metadata.get("nbgrader", {}).get("grade_id"): i for i, c in enumerate(notebook.cells)}
         check = cells.nth(index["nb01_softmax__tests"])
         check.scroll_into_view_if_needed()
-        expect(check.locator(".jp-InputPlaceholder")).to_be_visible()
-        expect(check.locator(".cm-content")).to_be_hidden()
+        expect(check.locator(".jp-InputPlaceholder")).to_have_count(0)
+        expect(check.locator(".cm-content")).to_contain_text("nb01.SOFTMAX.check(softmax)")
         page.wait_for_timeout(1_000)  # the notebook lays its cells out as they come into view
         check.scroll_into_view_if_needed()
-        page.screenshot(path=str(shots / "2-check-cell-collapsed.png"))
+        page.screenshot(path=str(shots / "2-check-cell.png"))
         check.screenshot(path=str(shots / "2b-the-check-cell.png"))
 
         # the student types a softmax without the max shift, saves, presses Validate

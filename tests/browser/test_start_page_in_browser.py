@@ -80,12 +80,12 @@ def test_the_start_page_shows_a_pass_a_restart_keeps_and_a_failure_in_the_checks
         open_in_lab(page, lab_server, NOTEBOOK)  # the same kernel, reconnected
         restart_kernel_of(lab_server, NOTEBOOK)
         wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
-        closed = cell(page, check)
-        closed.scroll_into_view_if_needed()
+        check_cell = cell(page, check)
+        check_cell.scroll_into_view_if_needed()
         page.wait_for_timeout(1_000)  # the notebook lays its cells out as they come into view
-        closed.scroll_into_view_if_needed()
-        # a click on the check selects it (a closed one opens), as a student clicks it after a restart
-        closed.locator(".jp-InputPlaceholder, .jp-Cell-inputArea").first.click()
+        check_cell.scroll_into_view_if_needed()
+        # a click on the check selects it, as a student clicks it after a restart
+        check_cell.locator(".jp-Cell-inputArea").first.click()
         page.keyboard.press("Escape")
         assert active_cell(page) == check, active_cell(page)
         page.keyboard.press("Shift+Enter")

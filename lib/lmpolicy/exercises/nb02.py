@@ -159,29 +159,29 @@ def _top_p_filter_checks(exercise: Exercise, top_p_filter) -> None:
 TOP_P_FILTER = Exercise("nb02_top_p", _top_p_filter_checks, SAMPLING)
 
 
-def numbers_095(temperature_095) -> dict[str, float]:
+def numbers_at_target(temperature_at_target) -> dict[str, float]:
     """11.2(b)'s number, checked to be one."""
-    return {"temperature_095": checks.check_number(temperature_095, "temperature_095")}
+    return {"temperature_at_target": checks.check_number(temperature_at_target, "temperature_at_target")}
 
 
-def _temperature_095_checks(exercise: Exercise, temperature_095) -> None:
-    numbers = numbers_095(temperature_095)
-    temperature = numbers["temperature_095"]
-    checks.check(temperature > 0, f"temperature_095 is {temperature}; a temperature is positive")
+def _temperature_at_target_checks(exercise: Exercise, temperature_at_target) -> None:
+    numbers = numbers_at_target(temperature_at_target)
+    temperature = numbers["temperature_at_target"]
+    checks.check(temperature > 0, f"temperature_at_target is {temperature}; a temperature is positive")
     checks.check_own_variant(exercise.key, numbers)
     yours = variants.for_exercise(exercise.key)  # your model's logits and target (the chapter's without a student id)
     top = exact.softmax(list(yours.logits), temperature)[0]
-    checks.check(abs(top - yours.target) < 0.05, f"at temperature_095 = {temperature:.6g} the top token has "
+    checks.check(abs(top - yours.target) < 0.05, f"at temperature_at_target = {temperature:.6g} the top token has "
                  f"probability {top:.4f}, far from {yours.target:g}", hint="lower temperatures make the top token "
                  "more likely; did you give kappa = 1/T instead of T?")
-    checks.check(abs(top - yours.target) < 2e-7, f"at temperature_095 = {temperature:.6g} the top token has "
+    checks.check(abs(top - yours.target) < 2e-7, f"at temperature_at_target = {temperature:.6g} the top token has "
                  f"probability {top:.7f}, not {yours.target:g} to six digits", hint="a three-digit answer like the "
                  "chapter's 0.334 is rounded: solve the equation exactly (a quadratic in u = exp(-d/T)) or "
                  "numerically to six digits or more")
 
 
 # varies per student: its answer key is blocked by the declaration itself (Exercise.shortcuts)
-TEMPERATURE_095 = Exercise("ex11_2b", _temperature_095_checks)
+TEMPERATURE_AT_TARGET = Exercise("ex11_2b", _temperature_at_target_checks)
 
 
 def exact_entropy(logits, kappa) -> float:
@@ -243,4 +243,4 @@ def _entropy_slope_checks(exercise: Exercise, entropy, entropy_slope) -> None:
 
 ENTROPY_SLOPE = Exercise("ex11_2c", _entropy_slope_checks)
 
-EXERCISES = (SAMPLE_WITH_TEMPERATURE, TOP_K_FILTER, TOP_P_FILTER, TEMPERATURE_095, ENTROPY_SLOPE)
+EXERCISES = (SAMPLE_WITH_TEMPERATURE, TOP_K_FILTER, TOP_P_FILTER, TEMPERATURE_AT_TARGET, ENTROPY_SLOPE)

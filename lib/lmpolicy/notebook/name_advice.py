@@ -16,6 +16,8 @@ from lmpolicy.notebook.verdict_lines import wrapped
 
 HEADING = "Not defined yet"
 RUN_ALL_ABOVE = "After a restart (or to be sure), Run \u25b8 Run All Above runs every cell above this one."
+# answers' names as a student's older copy of a released notebook writes them -> the name its checks read
+RENAMED = {"temperature_095": "temperature_at_target"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,19 @@ def explain_name_errors(shell, advice) -> None:
     shell.set_custom_exc((NameError,), explain)
 
 
+def renamed_advice(name: str, defined) -> str | None:
+    """The advice for ``name`` when it is one side of a renamed answer (``RENAMED``), else None. ``defined``: the
+    names the notebook's cells or the kernel define. The checks ask for the current name, so a check that misses it
+    names it, and the older one the student's cell defines instead."""
+    older = next((old for old, new in RENAMED.items() if new == name), None)
+    if older is not None and older in defined:
+        return (f"this exercise's answer is named {name}; your cell names it {older}, as older copies of this "
+                f"notebook do: rename it {name}")
+    if name in RENAMED:
+        return f"{name} is named {RENAMED[name]} in this notebook's checks: use {RENAMED[name]}"
+    return None
+
+
 def undefined_name_advice(name: str, namespace: dict, in_a_check: bool) -> NameAdvice:
     """In the student's kernel: the advice for ``name``, undefined in ``namespace``. When a cell of this kernel's
     notebook defines it, that cell has not run: the advice is all there is to say. Else the name is misspelt: in
@@ -58,6 +73,9 @@ def undefined_name_advice(name: str, namespace: dict, in_a_check: bool) -> NameA
     insides, so there the advice stands alone too."""
     path = kernel.notebook_path()
     cells = progress.notebook_cells(path) if path is not None else []
+    renamed = renamed_advice(name, set(namespace) | binds([cell.source for cell in cells if cell.cell_type == "code"]))
+    if renamed is not None:
+        return NameAdvice(renamed + ".", alone=in_a_check)
     defining = [cell for cell in cells if cell.cell_type == "code" and name in binds([cell.source])]
     if defining:
         key = progress.answer_cells(path.stem, path).get(getattr(defining[0], "id", None))

@@ -91,7 +91,12 @@ def _undefined_name_advice(name: str, notebook, cell_index: int) -> str:
     cell meant to define it raised first, or nothing defines it (renamed, misspelt)."""
     from lmpolicy.notebook import checks  # imports IPython; only a NameError needs it
 
+    from lmpolicy.notebook.name_advice import renamed_advice
+
     above = [cell for cell in notebook.cells[:cell_index] if cell.cell_type == "code"]
+    renamed = renamed_advice(name, checks.binds([cell.source for cell in above]))
+    if renamed is not None:
+        return renamed
     for cell in reversed(above):
         if name in checks.binds([cell.source]):
             raised = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]

@@ -89,7 +89,7 @@ def _temperature_for(logits, target) -> float:
 
 
 def _answers_2b(key, params) -> dict:
-    return {"temperature_095": Answer(_temperature_for(params["logits"], params["target"]), atol=1e-6)}
+    return {"temperature_at_target": Answer(_temperature_for(params["logits"], params["target"]), atol=1e-6)}
 
 
 def _acceptable_4(params) -> bool:

@@ -7,8 +7,8 @@ import numpy as np
 import torch
 
 from lmpolicy.exact import temperature as exact
-from lmpolicy.exercises.nb02 import (ENTROPY_SLOPE, SAMPLE_WITH_TEMPERATURE, TEMPERATURE_095, TOP_K_FILTER,
-                                     TOP_P_FILTER, autograd_slope, exact_entropy, minus_kappa_var, numbers_095)
+from lmpolicy.exercises.nb02 import (ENTROPY_SLOPE, SAMPLE_WITH_TEMPERATURE, TEMPERATURE_AT_TARGET, TOP_K_FILTER,
+                                     TOP_P_FILTER, autograd_slope, exact_entropy, minus_kappa_var, numbers_at_target)
 from lmpolicy.notebook.checks import (check, check_close, check_equal, check_finite, check_number, check_shape,
                                       check_variant_answers)
 from lmpolicy.per_student.hidden_inputs import hidden_seed
@@ -104,9 +104,9 @@ def top_p_filter(student_top_p_filter) -> None:
                     hint="top_p_filter modified its input; return a new tensor")
 
 
-def temperature_095(student_temperature_095) -> None:
+def temperature_at_target(student_temperature_at_target) -> None:
     # the student's own model's temperature, computed from its logits and target (the chapter's without a student id)
-    check_variant_answers(TEMPERATURE_095.key, numbers_095(student_temperature_095),
+    check_variant_answers(TEMPERATURE_AT_TARGET.key, numbers_at_target(student_temperature_at_target),
                           hint="compute it to six digits or more")
 
 

@@ -14,6 +14,7 @@ import sys
 from IPython import get_ipython
 
 from lmpolicy.notebook import checks, code_rule
+from lmpolicy.notebook.name_advice import renamed_advice
 from lmpolicy_grader.kernels import remote_call
 from lmpolicy_grader.kernels.trusted_kernel import IN_KERNEL_TARGET
 from lmpolicy_grader.trusted_tests import no_credit
@@ -49,7 +50,11 @@ def connect(info: dict, sources: list[tuple[int, str]], cell_seconds: float,
 
 def _missing_from_submission(name: str, namespace: dict) -> str:
     """What a test's NameError says in the feedback: a name of the submission that it does not have."""
-    if name in checks.binds(no_credit.SOURCES):
+    defined = checks.binds(no_credit.SOURCES)
+    renamed = renamed_advice(name, defined)
+    if renamed is not None:
+        return renamed
+    if name in defined:
         return (f"a cell of your notebook above this test defines {name}, but it did not exist when the test ran: "
                 "that cell raised before it got there (its error is in your notebook)")
     return (f"your notebook does not define {name}: its answer cell above this test must, with the name and "

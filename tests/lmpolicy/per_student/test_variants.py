@@ -59,7 +59,7 @@ def test_bad_input_is_named():
 
 BOOK = {  # the chapter's printed answers (rounded as printed), for the student without an id
     "ex11_1a": {"prob_86": 0.0516, "logprob_86": -2.964, "main_contributor": "6"},
-    "ex11_2b": {"temperature_095": 0.334},
+    "ex11_2b": {"temperature_at_target": 0.334},
     "ex11_4c": {"kl_exact": 0.637, "k1_common": 0.683, "k1_rare": -3.912, "k3_common": 0.188, "k3_rare": 45.09,
                 "std_k1": 0.457, "std_k3": 4.47},
     "ex11_4d": {"p_no_rare": 0.851, "k3_estimate_none": 0.188, "k1_estimate_none": 0.683, "k3_estimate_one": 3.0},
@@ -131,7 +131,7 @@ def test_11_2b_has_equally_spaced_logits_and_a_temperature_that_reaches_the_targ
     top, middle, low = variant.logits
     assert top - middle == pytest.approx(middle - low) and top > middle
     assert 0.5 < variant.target < 1
-    temperature = variants.answer("ex11_2b", student)["temperature_095"]
+    temperature = variants.answer("ex11_2b", student)["temperature_at_target"]
     assert softmax(np.array(variant.logits), temperature)[0] == pytest.approx(variant.target, abs=1e-9)
 
 
@@ -238,7 +238,7 @@ def test_the_chapters_numbers_fail_with_an_id_and_are_named_and_pass_without(key
 
 
 def test_a_classmates_value_is_recognised_when_the_class_is_given():
-    bob = variants.answer("ex11_2b", "bob")["temperature_095"]
+    bob = variants.answer("ex11_2b", "bob")["temperature_at_target"]
     assert not variants.matches_other_variant("ex11_2b", bob, "alice")
     assert variants.matches_other_variant("ex11_2b", bob, "alice", classmates=["alice", "bob"])
     assert variants.other_variant_message("ex11_2b", bob, "alice", classmates=["bob"]) == variants.CLASSMATE_MESSAGE

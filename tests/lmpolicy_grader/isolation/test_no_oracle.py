@@ -183,7 +183,8 @@ def _estimator_gradients():
 def _temperature_for_target():
     from lmpolicy.per_student import variant_answers, variants
     params = variants.for_exercise("ex11_2b", STUDENT)
-    return (np.asarray(params.logits), params.target), variant_answers.answer("ex11_2b", STUDENT)["temperature_095"]
+    answer = variant_answers.answer("ex11_2b", STUDENT)["temperature_at_target"]
+    return (np.asarray(params.logits), params.target), answer
 
 
 def _variant(key):

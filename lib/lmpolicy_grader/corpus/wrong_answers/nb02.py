@@ -167,14 +167,14 @@ WRONG_ANSWERS = [
     # 11.2(b)
     WrongAnswer(
         NOTEBOOK, "ex11_2b__answer",
-        "temperature_095 = 0.334\n",
+        "temperature_at_target = 0.334\n",
         "copies the chapter's rounded 0.334 instead of computing the temperature",
         kind=Kind.PITFALL, names="rounded",
     ),
     WrongAnswer(
         NOTEBOOK, "ex11_2b__answer",
         '''u = (-1 + math.sqrt(1 + 4 * (1 / my_target - 1))) / 2
-temperature_095 = -math.log(u) / (my_logits[0] - my_logits[1])
+temperature_at_target = -math.log(u) / (my_logits[0] - my_logits[1])
 ''',
         "solves for u = exp(-kappa) and reports kappa = 1/T instead of the temperature",
         kind=Kind.PITFALL, names="kappa",
