@@ -1,9 +1,9 @@
 """Stale answers and unsaved written answers (issue 36, items 2 and 6), tried as a student would in JupyterLab in
 Chromium at 1280x800, in a student's `make lab`, on a copy of notebook 01 of its own:
 
-- Exercise 11.1(a): the numbers typed and run, the check run; then the answer cell edited so that it raises
-  (`token_probs_86.product()`), run, and the check run again: the check says the answers are left from an earlier
-  run and names the error, instead of judging them (``lmpolicy.notebook.answer_runs``);
+- Exercise 11.1(a): the function and the numbers typed and run, and the check passed; then the numbers' cell edited
+  so that it raises (`token_probs_86.product()`), run, and the check run again: the check says the answers are left
+  from an earlier run and names the error, instead of passing them again (``lmpolicy.notebook.answer_runs``);
 - the answer cell run again and then edited without running it: the check adds one line saying that cell was edited
   after it ran (JupyterLab's ``jp-mod-dirty``);
 - Exercise 11.1(b): a written answer typed into its cell and `mark_done` run at once, without saving: it reads the
@@ -28,6 +28,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("br
 SCREEN = {"width": 1280, "height": 800}
 NOTEBOOK = "01_policy_softmax.ipynb"
 COPY = "test-artifacts/browser-work/stale-answers"  # relative to the course folder, where `make lab` serves from
+SEQUENCE_LOGPROB = "def sequence_logprob(token_probs):\n    return torch.log(token_probs).sum(dim=-1)\n"
 NUMBERS = ("prob_86 = math.prod(token_probs_86.tolist())\nlogprob_86 = math.log(prob_86)\n"
            "main_contributor = '6'\n")
 RAISES = "prob_86 = token_probs_86.product()\nlogprob_86 = math.log(prob_86)\nmain_contributor = '6'\n"
@@ -68,12 +69,13 @@ def test_a_check_says_its_answer_cell_raised_and_mark_done_reads_the_unsaved_ans
     assert "mark_done" in nbformat.read(notebook, as_version=4).cells[mark_done].source
     open_in_lab(page, lab_server, f"{COPY}/{NOTEBOOK}")
     try:
-        for index in (setup, parameters, function):
+        for index in (setup, parameters):
             run_cell(page, index)
-        replace_cell_code(page, numbers, NUMBERS)
-        run_cell(page, numbers)
-        run_cell(page, check)  # judged: the stub sequence_logprob is not written yet
-        output_of(page, check, "not written yet", shots / "1-check-judged.png")
+        for index, code in ((function, SEQUENCE_LOGPROB), (numbers, NUMBERS)):
+            replace_cell_code(page, index, code)
+            run_cell(page, index)
+        run_cell(page, check)
+        output_of(page, check, "passed the visible checks", shots / "1-check-passed.png")
 
         # the answer cell edited so that it raises, run, and the check run again
         replace_cell_code(page, numbers, RAISES)
@@ -85,14 +87,16 @@ def test_a_check_says_its_answer_cell_raised_and_mark_done_reads_the_unsaved_ans
         assert re.search(r"\u2717 Not checked: prob_86, logprob_86 and main_contributor are left from an earlier run: "
                          r"their cell \(In \[\d+\]\) raised AttributeError: 'Tensor' object has no attribute 'product' "
                          r"the last time it ran\. Fix that cell and run it again, then this check\.", said), said
-        assert "not written yet" not in said and "chapter" not in said and "Traceback" not in said, said
+        assert "passed" not in said and "chapter" not in said and "Traceback" not in said, said
 
-        # the answer cell run, then edited and not run: the check judges what ran, and says the cell was edited
+        # the answer cell run, then edited and not run: the check judges what ran (a pass), and says the cell was
+        # edited
         replace_cell_code(page, numbers, NUMBERS)
         run_cell(page, numbers)
         replace_cell_code(page, numbers, NUMBERS.replace("'6'", "'8'"))
         run_cell(page, check)
         said = one_line(output_of(page, check, "was edited after it ran", shots / "3-check-after-an-edit.png"))
+        assert "passed the visible checks" in said, said
         assert re.search(r"\u2717 prob_86, logprob_86, main_contributor: the cell \[\d+\] that set them was edited "
                          r"after it ran, so this check judges what it ran then\. Run that cell \(Shift\+Enter\), then "
                          r"this check\.", said), said
