@@ -20,7 +20,7 @@ An exercise's facts live in the cells of its notebook and nowhere else:
 
 Everything else is derived: ``Chapter`` reads the notebooks of one folder, and the header table of
 each notebook (its first cell, between ``HEADER_BEGIN`` and ``HEADER_END``) and the first line of each
-check cell (``check_heading``: what its collapsed preview shows) are written from it by
+check cell (``check_heading``: what the cell is and how to run it) are written from it by
 
     python -m lmpolicy.notebook.catalogue write-headers [NN_name ...]
 
@@ -224,13 +224,12 @@ CHECK_HEADING_START = "# Checks of "
 
 
 def check_heading(key: str) -> str:
-    """The first line of exercise ``key``'s check cell, all that the cell shows while it is collapsed.
+    """The first line of exercise ``key``'s check cell: whose checks these are and how a student reaches them.
 
-    It says how to run the cell without opening it: JupyterLab opens a collapsed cell on a click (on its
-    prompt too), while Shift+Enter from the answer steps down to it and runs it closed, so that its verdict
-    comes right under this line instead of under 40-65 lines of test code.
+    Shift+Enter from the answer runs it and steps on (over the hint) towards the check; the cell is a heading and
+    one call, shown in full, so ArrowDown stops on it like on any cell.
     """
-    return f"{CHECK_HEADING_START}{label(key)}: run with Shift+Enter from your answer (a click opens the code)"
+    return f"{CHECK_HEADING_START}{label(key)}: run with Shift+Enter from your answer"
 
 
 def with_check_heading(source: str, key: str) -> str:

@@ -79,8 +79,7 @@ def test_adding_an_exercise_touches_its_notebook_only(tmp_path, monkeypatch):
     assert check(folder, "02_temperature").returncode == 0
     tests = next(c for c in nbformat.read(folder / "02_temperature.ipynb", as_version=4).cells
                  if c.metadata.get("nbgrader", {}).get("grade_id") == "nb02_min_p__tests")
-    assert tests.source == ("# Checks of Exercise 02.min-p: run with Shift+Enter from your answer (a click opens the "
-                            "code)\n" + MIN_P_TESTS)
+    assert tests.source == "# Checks of Exercise 02.min-p: run with Shift+Enter from your answer\n" + MIN_P_TESTS
 
     header = nbformat.read(folder / "02_temperature.ipynb", as_version=4).cells[0].source
     old_total = sum(e.points for e in before.of("02_temperature"))
@@ -121,9 +120,10 @@ def test_an_exercise_named_for_another_notebook_is_named_as_such(tmp_path):
 
 
 def test_a_check_cells_heading_is_replaced_not_stacked_and_its_code_kept():
-    old = "# Checks of Exercise 11.1(a): run this cell (click ••• to see the code)\nfrom lmpolicy.notebook import checks\n"
+    old = ("# Checks of Exercise 11.1(a): run with Shift+Enter from your answer (a click opens the code)\n"
+           "from lmpolicy.notebook import checks\n")
     assert catalogue.with_check_heading(old, "ex11_1a") == (
-        "# Checks of Exercise 11.1(a): run with Shift+Enter from your answer (a click opens the code)\n"
+        "# Checks of Exercise 11.1(a): run with Shift+Enter from your answer\n"
         "from lmpolicy.notebook import checks\n")
     assert catalogue.with_check_heading(catalogue.with_check_heading(old, "ex11_1a"), "ex11_1a") == \
         catalogue.with_check_heading(old, "ex11_1a")
