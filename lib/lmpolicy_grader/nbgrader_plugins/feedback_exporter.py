@@ -13,21 +13,34 @@
   with BeautifulSoup (html.parser) to give images without alt text one, and the lab template's input and
   output areas a tabindex, then writes it out again: 0.1-0.5 s a notebook, up to 40% of its feedback
   (bench/bench_sandbox.py). The same three edits are made here on the rendered text.
+- **The filters of the feedback page** (``templates/feedback/index.html.j2``, WCAG 2.1 AA): ``part_names``, what
+  the page calls each scored or answered cell ("Exercise 11.1(a): its check cell"), in its links and headings;
+  ``demote_headings``, the notebook's headings one level down under the page's own h1; ``code_colours``, the CSS
+  of ``CODE_STYLE``, a Pygments style whose every token colour is at least 4.5:1 on the code's white.
 """
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import jinja2
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
+from lmpolicy.notebook.catalogue import exercise_key, label
 from lmpolicy_grader.nbgrader_plugins.sanitize_markup import ensure_sanitized
 
 NO_ALT_TEXT = "No description has been provided for this image"  # nbconvert's words
 _IMAGE_WITHOUT_ALT = re.compile(r"<img(?![^>]*\salt=)")
 _FOCUSABLE_AREA = re.compile(r'<div class="((?:[^"]* )?(?:jp-Cell-inputWrapper|jp-OutputArea-output)(?: [^"]*)?)"')
+# Pygments' Xcode colours: its least contrasting token colour (attribute names, #836C28) is 5.1:1 on white, where
+# the default style's comments and decorators fall to 4.5:1 and under on the page's greys.
+CODE_STYLE = "xcode"
+# One whole tag of serialized HTML, its quoted attribute values included (a "<" there is not a tag); and a
+# heading's opening or closing tag at the start of one.
+_TAG = re.compile(r"""<(?:[^>"']|"[^"]*"|'[^']*')*>""")
+_HEADING_TAG = re.compile(r"<(/?)h([1-6])(?=[\s/>])", re.IGNORECASE)
 
 
 class _CompiledTemplates(jinja2.BytecodeCache):
@@ -55,6 +68,10 @@ class FeedbackHTMLExporter(HTMLExporter):
         environment.bytecode_cache = COMPILED_TEMPLATES
         return environment
 
+    def default_filters(self):
+        yield from super().default_filters()
+        yield from {"part_names": part_names, "demote_headings": demote_headings, "code_colours": code_colours}.items()
+
     def from_notebook_node(self, nb, resources=None, **kw):
         """HTMLExporter's page, sanitized, with its accessibility edits made on the text instead of a parsed tree."""
         ensure_sanitized(self)
@@ -73,3 +90,51 @@ def accessible(html: str) -> str:
     """``html`` with alt text on every image that has none, and the input and output areas focusable."""
     html = _IMAGE_WITHOUT_ALT.sub(f'<img alt="{NO_ALT_TEXT}"', html)
     return _FOCUSABLE_AREA.sub(r'<div class="\1" tabindex="0"', html)
+
+
+def part_names(nb) -> dict[str, str]:
+    """What the feedback page calls each cell a student answers or is scored on, by grade id: its exercise's label
+    and what the cell is ("Exercise 11.1(a): its check cell", "Exercise 11.1(b): your written answer"), numbered
+    where an exercise has two of a kind ("Lab Task 4: its check cell (2 of 2)")."""
+    parts = [(cell.metadata.nbgrader["grade_id"], f"{_exercise_label(cell.metadata.nbgrader['grade_id'])}: "
+              f"{_what_it_is(cell)}") for cell in nb.cells
+             if cell.metadata.get("nbgrader", {}).get("grade_id") and _what_it_is(cell)]
+    of_a_kind, seen = Counter(name for _, name in parts), Counter()
+    names = {}
+    for grade_id, name in parts:
+        seen[name] += 1
+        names[grade_id] = name if of_a_kind[name] == 1 else f"{name} ({seen[name]} of {of_a_kind[name]})"
+    return names
+
+
+def _what_it_is(cell) -> str | None:
+    meta = cell.metadata.get("nbgrader", {})
+    if meta.get("task"):
+        return "the task"
+    if meta.get("solution"):
+        return "your written answer" if cell.cell_type == "markdown" else "your answer"
+    if meta.get("grade"):
+        return "its check cell"
+    return None  # a locked cell: shown as it is, with no name of its own
+
+
+def _exercise_label(grade_id: str) -> str:
+    try:
+        return label(exercise_key(grade_id))
+    except ValueError:  # a course whose grade ids name no exercise of the chapter's forms
+        return f"Cell {grade_id}"
+
+
+def demote_headings(html: str) -> str:
+    """``html`` (serialized, as nbconvert and the sanitizer write it: every "<" of text escaped) with each heading
+    one level down, h6 staying h6: under the feedback page's own h1, the notebook's title is its first h2."""
+    def one_down(tag: re.Match) -> str:
+        return _HEADING_TAG.sub(lambda heading: f"<{heading[1]}h{min(int(heading[2]) + 1, 6)}", tag[0], count=1) \
+            if _HEADING_TAG.match(tag[0]) else tag[0]
+    return _TAG.sub(one_down, str(html))
+
+
+def code_colours(selector: str) -> str:
+    """The CSS of ``CODE_STYLE`` for code highlighted inside ``selector``."""
+    from pygments.formatters import HtmlFormatter
+    return HtmlFormatter(style=CODE_STYLE).get_style_defs(selector)
