@@ -8,12 +8,17 @@ own (its toolbar, file browser, code editor colours) and is listed in the test's
 
 Then each demo is worked with the keyboard alone (Tab, Shift+Tab, arrows, Enter, Space): every step changes the
 plot's text alternative and the live readout, focus stays visible, and JupyterLab keeps the demo's keys (an
-ArrowDown in the scenario menu changes the scenario, not the notebook's cell). Screenshots go to
-test-artifacts/accessibility/.
+ArrowDown in the scenario menu changes the scenario, not the notebook's cell). Every assignment notebook, as the
+student first opens it (their copy of the release, unrun), is checked the same way in the light theme, and one of
+notebook 08's figures, drawn by the library in the student's kernel, must reach the page as an <img> whose alt
+names its runs. Screenshots go to test-artifacts/accessibility/.
 """
 import json
 import re
+import time
+import urllib.request
 
+import nbformat
 import pytest
 
 from tests.browser.conftest import ROOT, STUDENT_COPY
@@ -283,3 +288,119 @@ def test_the_kl_demo_passes_axe_and_works_by_keyboard_alone(lab_server, chromium
     finally:
         page.close()
     assert {theme: f["course"] for theme, f in found.items()} == {theme: [] for theme in found}
+
+
+RELEASED = sorted(path.stem for path in (ROOT / "release" / "ch11").glob("*.ipynb"))
+# One of notebook 08's figures as its cells draw it (lmpolicy.tinylm.runs_figure), from two runs' histories
+FIGURE_CELL = """from lmpolicy.tinylm.runs import Budget, History
+from lmpolicy.tinylm.runs_figure import plot_runs
+
+plot_runs([History(label="leashed", answers=[0, 20480, 40960], greedy=[0.796, 0.84, 0.876],
+                   sampled=[0.558, 0.66, 0.715], kl=[0.0, 0.15, 0.291]),
+           History(label="no leash", answers=[0, 20480, 40960], greedy=[0.796, 0.85, 0.875],
+                   sampled=[0.558, 0.67, 0.715], kl=[0.0, 0.2, 0.337])], Budget())
+"""
+
+
+def api(lab_server, method: str, path: str):
+    request = urllib.request.Request(lab_server.base_url + path, method=method,
+                                     headers={"Authorization": f"token {lab_server.token}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read() or b"null")
+
+
+def open_rendered(page, path: str) -> None:
+    """Open ``path`` in the lab already on the page (File > Open from Path..., no reload), the tab before it
+    closed, and wait until its Markdown is rendered and its math typeset."""
+    def menu(top: str, item: str) -> None:
+        page.keyboard.press("Escape")
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{top}$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}")).first.click()
+
+    if page.locator(".jp-NotebookPanel").count():
+        menu("File", "Close Tab")
+        page.locator(".jp-NotebookPanel").wait_for(state="detached")
+    menu("File", "Open from Path")
+    page.locator(".jp-Dialog input").fill(path)
+    page.locator(".jp-Dialog input").press("Enter")
+    markdown = sum(cell.cell_type == "markdown" for cell in nbformat.read(ROOT / path, as_version=4).cells)
+    page.wait_for_function("(n) => document.querySelectorAll('.jp-NotebookPanel .jp-MarkdownCell "
+                           ".jp-RenderedMarkdown').length >= n", arg=markdown, timeout=RUN_TIMEOUT_MS)
+    # MathJax typesets after the render, a cell at a time: wait until the number of typeset formulas holds still
+    typeset, steady = -1, 0
+    while steady < 3:
+        page.wait_for_timeout(300)
+        now = page.locator(".jp-RenderedMarkdown mjx-container").count()
+        typeset, steady = now, (steady + 1 if now == typeset else 0)
+
+
+def saved_figure_output():
+    """FIGURE_CELL's output as the library makes it, to save in a notebook."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    InteractiveShell.instance()
+    with capture_output() as shown:
+        exec(FIGURE_CELL, {})
+    (output,) = shown.outputs
+    return nbformat.v4.new_output("display_data", data=output.data)
+
+
+def assert_figure_described(page) -> None:
+    image = page.locator(".jp-OutputArea-output figure img")
+    image.wait_for(timeout=RUN_TIMEOUT_MS)
+    alt = image.get_attribute("alt")
+    assert alt.startswith("Three panels of 2 fine-tuning runs") and \
+        "leashed (circles) ends after 40,960 answers at greedy 0.876, sampled 0.715, KL 0.291 nats." in alt and \
+        "no leash (squares) ends after 40,960 answers at greedy 0.875, sampled 0.715, KL 0.337 nats." in alt, alt
+    page.wait_for_function("(img) => img.complete && img.naturalWidth > 900", arg=image.element_handle(),
+                           timeout=UPDATE_TIMEOUT_MS)  # the picture itself shown, not only its words
+    image.scroll_into_view_if_needed()
+
+
+def shut_down_kernels_started_since(lab_server, sessions_before: set) -> None:
+    for session in api(lab_server, "GET", "/api/sessions"):
+        if session["path"] not in sessions_before:
+            api(lab_server, "DELETE", f"/api/sessions/{session['id']}")
+
+
+def test_every_assignment_notebook_and_a_figure_have_no_violation_in_the_courses_content(lab_server, chromium,
+                                                                                         shots):
+    started = time.monotonic()
+    sessions_before = {s["path"] for s in api(lab_server, "GET", "/api/sessions")}
+    page = chromium.new_page(viewport=LAPTOP)
+    page.set_default_timeout(60_000)
+    found, seconds = {}, {}
+    try:
+        page.goto(lab_server.url("/lab?reset"))
+        page.locator(".jp-LauncherCard, .jp-NotebookPanel").first.wait_for(timeout=RUN_TIMEOUT_MS)
+        for name in RELEASED:
+            opened = time.monotonic()
+            open_rendered(page, f"{STUDENT_COPY}/{name}.ipynb")
+            page.screenshot(path=str(shots / f"notebook-{name}.png"))
+            found[name] = axe_check(page, f"notebook-{name}", shots)
+            shut_down_kernels_started_since(lab_server, sessions_before)  # one kernel at a time
+            seconds[name] = round(time.monotonic() - opened, 1)
+        print(f"\nassignment notebooks: {seconds} s each")
+
+        # one of notebook 08's figures: saved in the notebook (untrusted, so JupyterLab sanitizes it), then drawn
+        # afresh in the student's kernel; each time an <img> whose alt says where each run ends
+        figure_started = time.monotonic()
+        figure_notebook = f"{WORK}/figure-a11y.ipynb"
+        cell = nbformat.v4.new_code_cell(FIGURE_CELL, outputs=[saved_figure_output()])
+        nbformat.write(nbformat.v4.new_notebook(cells=[cell]), ROOT / figure_notebook)
+        open_rendered(page, figure_notebook)
+        assert_figure_described(page)
+        wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
+        run_all_cells(page, "figure-a11y", shots)
+        page.locator(".jp-InputPrompt", has_text="[1]").wait_for(timeout=RUN_TIMEOUT_MS)
+        wait_until_run(page, RUN_TIMEOUT_MS)
+        assert_figure_described(page)
+        page.screenshot(path=str(shots / "figure-light.png"))
+        found["figure"] = axe_check(page, "figure", shots)
+        seconds["figure"] = round(time.monotonic() - figure_started, 1)
+    finally:
+        page.close()
+        shut_down_kernels_started_since(lab_server, sessions_before)
+        print(f"\nnotebooks and figure: {round(time.monotonic() - started, 1)} s ({seconds})")
+    assert {name: f["course"] for name, f in found.items()} == {name: [] for name in found}
