@@ -44,6 +44,8 @@ def press_down(page) -> None:
 
 def test_arrow_down_reaches_every_check_cell_and_each_shows_its_three_lines(lab_server, chromium, student_copy,
                                                                            repo_root, shots):
+    from playwright.sync_api import expect
+
     path = student_copy / "02_temperature.ipynb"
     notebook = nbformat.read(path, as_version=4)
     checks = check_cells(notebook)
@@ -68,6 +70,8 @@ def test_arrow_down_reaches_every_check_cell_and_each_shows_its_three_lines(lab_
             check = cell(page, index)
             check.scroll_into_view_if_needed()
             assert check.locator(".jp-InputPlaceholder").count() == 0, f"cell {index} is collapsed"
+            # the editor draws its lines once the cell is in view
+            expect(check.locator(".cm-content")).to_contain_text(lines[-1])
             shown = [line.strip("\n") for line in check.locator(".cm-content .cm-line").all_inner_texts()]
             while shown and not shown[-1]:  # the source's final newline: an empty last line
                 shown.pop()
