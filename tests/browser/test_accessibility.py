@@ -386,7 +386,7 @@ def test_every_assignment_notebook_and_a_figure_have_no_violation_in_the_courses
         # one of notebook 08's figures: saved in the notebook (untrusted, so JupyterLab sanitizes it), then drawn
         # afresh in the student's kernel; each time an <img> whose alt says where each run ends
         figure_started = time.monotonic()
-        figure_notebook = f"{WORK}/figure-a11y.ipynb"
+        figure_notebook = (shots / "figure-a11y.ipynb").relative_to(ROOT).as_posix()  # beside the screenshots
         cell = nbformat.v4.new_code_cell(FIGURE_CELL, outputs=[saved_figure_output()])
         nbformat.write(nbformat.v4.new_notebook(cells=[cell]), ROOT / figure_notebook)
         open_rendered(page, figure_notebook)
