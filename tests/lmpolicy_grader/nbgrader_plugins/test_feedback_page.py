@@ -68,7 +68,8 @@ def test_every_colour_of_the_code_style_is_at_least_4_5_to_1(background):
 
 def test_the_feedback_page_is_one_document_with_one_h1(repo_root):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Notebook 1\n\n## Part"),
-                                         _cell("code", "ex11_1a__tests", grade=True, points=3, score=3.0)])
+                                         _cell("code", "ex11_1a__tests", grade=True, points=3, score=3.0),
+                                         _cell("code", "<b>x__tests", grade=True, points=1, score=0.0)])
     nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
     resources = {"nbgrader": {"notebook": "01_x", "score": 3.0, "max_score": 3.0, "late_penalty": 0}}
     from nbgrader.converters import GenerateFeedback
@@ -78,4 +79,5 @@ def test_the_feedback_page_is_one_document_with_one_h1(repo_root):
     assert html.count("<html") == html.count("<body") == html.count("<main") == 1 and '<html lang="en">' in html
     assert re.findall(r"<(h[1-6])\b", html) == ["h1", "h2", "h3"]
     assert '<a href="#ex11_1a__tests">Exercise 11.1(a): its check cell</a>' in html
+    assert "Cell &lt;b&gt;x__tests: its check cell" in html and "<b>x" not in html  # a grade id is text
     assert re.search(r'tabindex="0" role="group"\s+aria-label="Exercise 11.1\(a\): its check cell, code"', html)
