@@ -335,15 +335,15 @@ def open_rendered(page, path: str) -> None:
 
 
 def saved_figure_output():
-    """FIGURE_CELL's output as the library makes it, to save in a notebook."""
-    from IPython.core.interactiveshell import InteractiveShell
-    from IPython.utils.capture import capture_output
+    """FIGURE_CELL's output as the library makes it, to save in a notebook (what IPython's display is handed; no
+    IPython shell made, which the worker's later tests would take for a kernel)."""
+    from unittest import mock
 
-    InteractiveShell.instance()
-    with capture_output() as shown:
+    shown = []
+    with mock.patch("IPython.display.display", lambda bundle, raw: shown.append(bundle)):
         exec(FIGURE_CELL, {})
-    (output,) = shown.outputs
-    return nbformat.v4.new_output("display_data", data=output.data)
+    (bundle,) = shown
+    return nbformat.v4.new_output("display_data", data=bundle)
 
 
 def assert_figure_described(page) -> None:

@@ -63,14 +63,19 @@ def test_the_alt_survives_the_feedback_pages_sanitizer():
     plt.close("all")
 
 
-def test_show_displays_the_described_figure_once_and_closes_it():
-    from IPython.core.interactiveshell import InteractiveShell
-    from IPython.utils.capture import capture_output
+def displayed(monkeypatch) -> list:
+    """What ``IPython.display.display`` is handed from now on (no IPython shell made: a global one would make
+    other tests on this worker believe they run in a kernel)."""
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *objects, **options: shown.append((objects, options)))
+    return shown
 
-    InteractiveShell.instance()
+
+def test_show_displays_the_described_figure_once_and_closes_it(monkeypatch):
+    shown = displayed(monkeypatch)
     fig = a_figure()
-    with capture_output() as shown:
-        show(fig, DESCRIPTION)
-    (output,) = shown.outputs
-    assert Images(output.data["text/html"]).images[0]["alt"] == DESCRIPTION
+    show(fig, DESCRIPTION)
+    (((bundle,), options),) = shown
+    assert options == {"raw": True}
+    assert Images(bundle["text/html"]).images[0]["alt"] == DESCRIPTION
     assert not plt.fignum_exists(fig.number)  # the inline backend will not show it again, undescribed

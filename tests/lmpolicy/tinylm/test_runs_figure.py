@@ -65,16 +65,13 @@ class Images(HTMLParser):
             self.images.append(dict(attrs))
 
 
-def test_plot_runs_shows_the_picture_with_the_words_as_its_alt():
-    from IPython.core.interactiveshell import InteractiveShell
-    from IPython.utils.capture import capture_output
-
-    InteractiveShell.instance()
+def test_plot_runs_shows_the_picture_with_the_words_as_its_alt(monkeypatch):
+    shown = []  # what IPython's display is handed (no IPython shell made, which other tests would then see)
+    monkeypatch.setattr("IPython.display.display", lambda *objects, **options: shown.append(objects))
     recipe, histories = two_runs()
-    with capture_output() as shown:
-        plot_runs(histories, recipe)
-    (output,) = shown.outputs
-    (image,) = Images(output.data["text/html"]).images
+    plot_runs(histories, recipe)
+    ((bundle,),) = shown
+    (image,) = Images(bundle["text/html"]).images
     assert image["alt"] == describe_runs(histories, recipe)
     picture = Image.open(io.BytesIO(base64.b64decode(image["src"].split(",", 1)[1])))
     assert picture.width > 900  # the three panels, drawn
