@@ -18,17 +18,14 @@ Nothing here runs under nbgrader: the recorder is not installed there.
 from __future__ import annotations
 
 import ast
-import json
-import time
-import uuid
 from dataclasses import dataclass
 
+from lmpolicy.notebook import page_script
 from lmpolicy.notebook.bindings import binds, statements
 from lmpolicy.notebook.failures import CheckFailed
 
 MISSING = object()  # a name not bound before the cell ran
 MAX_ERROR_CHARS = 160
-FRESH_SECONDS = 30  # a script output older than this is a saved one, shown again when the notebook is reopened
 
 
 @dataclass(frozen=True)
@@ -143,52 +140,34 @@ def left_over_line(run: Run, names: list[str]) -> str:
     return f"{said} Fix that cell and run it again, then this check."
 
 
-EDITED_SCRIPT = """
-(function (element, spec) {
-  if (Math.abs(Date.now() - spec.madeAt) > spec.freshMs) return;
-  let waited = 0;
-  const look = () => {  // JupyterLab runs the script before it puts the output in the page
-    if (!element.isConnected) {
-      if (waited++ < 100) setTimeout(look, 50);
-      return;
+MARK_EDITED = """
+  const notebook = element.closest('.jp-Notebook');
+  const edited = [];
+  for (const [name, count] of spec.answers) {
+    for (const cell of (notebook ? notebook.querySelectorAll('.jp-CodeCell.jp-mod-dirty') : [])) {
+      const prompt = cell.querySelector('.jp-InputPrompt');
+      if (prompt && prompt.textContent.trim().replace(/:$/, '') === '[' + count + ']') edited.push([name, count]);
     }
-    const child = element.closest('.jp-OutputArea-child');
-    const notebook = element.closest('.jp-Notebook');
-    const edited = [];
-    for (const [name, count] of spec.answers) {
-      for (const cell of (notebook ? notebook.querySelectorAll('.jp-CodeCell.jp-mod-dirty') : [])) {
-        const prompt = cell.querySelector('.jp-InputPrompt');
-        if (prompt && prompt.textContent.trim().replace(/:$/, '') === '[' + count + ']') edited.push([name, count]);
-      }
-    }
-    if (!edited.length) {
-      if (child) child.style.display = 'none';  // nothing to say
-      return;
-    }
-    const line = document.createElement('pre');
-    line.className = 'lmpolicy-edited-since-run';
-    const names = edited.map(([name]) => name).join(', ');
-    const counts = [...new Set(edited.map(([, count]) => '[' + count + ']'))].join(', ');
-    line.textContent = '\\u2717 ' + names + ': the cell ' + counts + ' that set ' +
-      (edited.length > 1 ? 'them' : 'it') + ' was edited after it ran, so this check judges what it ran then. ' +
-      'Run that cell (Shift+Enter), then this check.';
-    element.appendChild(line);
-  };
-  look();
-})(element, %s);
+  }
+  if (!edited.length) {
+    hide();  // nothing to say
+    return;
+  }
+  const line = document.createElement('pre');
+  line.className = 'lmpolicy-edited-since-run';
+  const names = edited.map(([name]) => name).join(', ');
+  const counts = [...new Set(edited.map(([, count]) => '[' + count + ']'))].join(', ');
+  line.textContent = '\\u2717 ' + names + ': the cell ' + counts + ' that set ' +
+    (edited.length > 1 ? 'them' : 'it') + ' was edited after it ran, so this check judges what it ran then. ' +
+    'Run that cell (Shift+Enter), then this check.';
+  element.appendChild(line);
 """
 
 
 def show_edited_since_run(runs: AnswerRuns, names) -> None:
     """Show the script that adds one line when a cell that made one of ``names`` is edited since it ran (see the
     module's docstring); nothing outside a kernel JupyterLab started for a notebook."""
-    from lmpolicy.notebook import in_view
-
     answers = [[name, runs.last_run[name].execution_count] for name in names
                if name in runs.last_run and runs.last_run[name].execution_count]
-    if not answers or not in_view.showing_in_jupyterlab():
-        return
-    from IPython.display import display
-
-    spec = {"id": uuid.uuid4().hex, "answers": answers, "madeAt": time.time() * 1000, "freshMs": FRESH_SECONDS * 1000}
-    display({"application/javascript": EDITED_SCRIPT % json.dumps(spec), "text/plain": ""}, raw=True)
+    if answers:
+        page_script.show(MARK_EDITED, answers=answers)

@@ -17,29 +17,17 @@ the kernel has just made is trusted, as the demos' scripts in ``lmpolicy.demos.a
   out of view while the view is where JupyterLab put it (on the active cell: the last one, on a Run All) or where
   an earlier bar put it, not where the student scrolled to read.
 
-The script hides its own (empty) output and acts once, only on an output made in the last half minute: a notebook
-reopened with its outputs saved does not jump. It is shown only in a kernel JupyterLab started for a notebook
-(jupyter_server names the notebook in ``JPY_SESSION_NAME``), never under nbgrader nor in a script or nbclient;
-its text/plain is empty, so the grader's feedback, which drops scripts, shows nothing of it.
+The script (``lmpolicy.notebook.page_script``) hides its own (empty) output and acts only on an output made in the
+last half minute: a notebook reopened with its outputs saved does not jump.
 """
 from __future__ import annotations
 
-import json
-import os
-import time
-import uuid
-
-from lmpolicy.notebook import kernel
+from lmpolicy.notebook import kernel, page_script
 
 STOPPED = "stopped"  # a cell raised: the run stopped there
 PROGRESS = "progress"  # a long run's progress bar started
-FRESH_SECONDS = 30  # an output older than this is a saved one, shown again when the notebook is reopened
 
-SCRIPT = """
-(function (element, spec) {
-  const done = (window.lmpolicyBroughtIntoView = window.lmpolicyBroughtIntoView || new Set());
-  if (done.has(spec.id) || Math.abs(Date.now() - spec.madeAt) > spec.freshMs) return;
-  done.add(spec.id);
+BRING = """
   const bring = (cell) => {
     const scroller = cell && cell.closest('.jp-WindowedPanel-outer');
     if (!scroller) return;
@@ -97,25 +85,9 @@ SCRIPT = """
     notebook.focus({ preventScroll: true });
     output.removeAttribute('tabindex');
   };
-  let waited = 0;
-  const attached = () => {  // JupyterLab runs the script before it puts the output in the page
-    if (!element.isConnected) {
-      if (waited++ < 100) setTimeout(attached, 50);
-      return;
-    }
-    const child = element.closest('.jp-OutputArea-child');
-    if (child) child.style.display = 'none';  // the script has nothing to show
-    setTimeout(() => bring(element.closest('.jp-Cell')), 150);  // after JupyterLab's own scroll to its active cell
-  };
-  attached();
-})(element, %s);
+  hide();  // the script has nothing to show
+  setTimeout(() => bring(element.closest('.jp-Cell')), 150);  // after JupyterLab's own scroll to its active cell
 """
-
-
-def showing_in_jupyterlab() -> bool:
-    """True in a kernel that JupyterLab started for a notebook, outside nbgrader."""
-    return (kernel.shell() is not None and bool(os.environ.get("JPY_SESSION_NAME"))
-            and not kernel.running_under_grader())
 
 
 def bring_into_view(kind: str) -> None:
@@ -123,12 +95,7 @@ def bring_into_view(kind: str) -> None:
     ``PROGRESS``: when, see the module's docstring); nothing outside a JupyterLab kernel."""
     if kind not in (STOPPED, PROGRESS):
         raise ValueError(f"kind must be {STOPPED!r} or {PROGRESS!r}, got {kind!r}")
-    if not showing_in_jupyterlab():
-        return
-    from IPython.display import display
-
-    spec = {"id": uuid.uuid4().hex, "kind": kind, "madeAt": time.time() * 1000, "freshMs": FRESH_SECONDS * 1000}
-    display({"application/javascript": SCRIPT % json.dumps(spec), "text/plain": ""}, raw=True)
+    page_script.show(BRING, kind=kind)
 
 
 def _after_cell(result) -> None:
@@ -140,7 +107,7 @@ def _after_cell(result) -> None:
 
 def install() -> None:
     """Bring every cell that raises into view, once per kernel; nothing outside a JupyterLab kernel."""
-    if not showing_in_jupyterlab():
+    if not page_script.showing_in_jupyterlab():
         return
     shell = kernel.shell()
     if not getattr(shell, "_lmpolicy_in_view", False):

@@ -7,43 +7,25 @@ trusted, so a small script output can press JupyterLab's own save key (Accel+S, 
 ``docmanager:save``, which saves the notebook the student is working in, edited or not). The kernel then waits a few
 seconds for the file to change (the server writes it whole, by a rename) while the cell runs: the script and the
 save go through the page and the server, never through the busy kernel. Shown only in a kernel JupyterLab started
-for a notebook (``in_view.showing_in_jupyterlab``), never under nbgrader; its text/plain is empty.
+for a notebook, never under nbgrader (``lmpolicy.notebook.page_script``).
 """
 from __future__ import annotations
 
-import json
 import time
-import uuid
 from pathlib import Path
 
-from lmpolicy.notebook import in_view
+from lmpolicy.notebook import page_script
 
 WAIT_SECONDS = 5.0  # a save on a busy 2-core machine takes well under a second; the student waits at most this
 POLL_SECONDS = 0.1
-FRESH_SECONDS = 30  # a script output older than this is a saved one, shown again when the notebook is reopened
-
-SCRIPT = """
-(function (element, spec) {
-  const done = (window.lmpolicySaveRequests = window.lmpolicySaveRequests || new Set());
-  if (done.has(spec.id) || Math.abs(Date.now() - spec.madeAt) > spec.freshMs) return;
-  done.add(spec.id);
-  let waited = 0;
-  const save = () => {  // JupyterLab runs the script before it puts the output in the page
-    if (!element.isConnected) {
-      if (waited++ < 100) setTimeout(save, 50);
-      return;
-    }
-    const child = element.closest('.jp-OutputArea-child');
-    if (child) child.style.display = 'none';  // the script has nothing to show
-    const mac = /Mac|iPhone|iPad/.test(navigator.platform);
-    const press = new KeyboardEvent('keydown', { key: 's', code: 'KeyS', keyCode: 83, which: 83, ctrlKey: !mac,
-                                                 metaKey: mac, bubbles: true, cancelable: true });
-    // JupyterLab's key bindings read keyCode, which not every browser takes from the event's options
-    if (press.keyCode !== 83) Object.defineProperty(press, 'keyCode', { get: () => 83 });
-    element.dispatchEvent(press);
-  };
-  save();
-})(element, %s);
+PRESS_SAVE = """
+  hide();  // the script has nothing to show
+  const mac = /Mac|iPhone|iPad/.test(navigator.platform);
+  const press = new KeyboardEvent('keydown', { key: 's', code: 'KeyS', keyCode: 83, which: 83, ctrlKey: !mac,
+                                               metaKey: mac, bubbles: true, cancelable: true });
+  // JupyterLab's key bindings read keyCode, which not every browser takes from the event's options
+  if (press.keyCode !== 83) Object.defineProperty(press, 'keyCode', { get: () => 83 });
+  element.dispatchEvent(press);
 """
 
 
@@ -58,13 +40,11 @@ def save_notebook(path: Path | None, wait_seconds: float | None = None) -> bool:
     """Ask JupyterLab to save the notebook ``path`` (this kernel's) and wait until the file changes: True once it
     did, False when it did not within ``wait_seconds`` (default ``WAIT_SECONDS``) or nothing could ask (no
     notebook, not JupyterLab)."""
-    if path is None or not in_view.showing_in_jupyterlab():
+    if path is None:
         return False
-    from IPython.display import display
-
     before = _stamp(path)
-    spec = {"id": uuid.uuid4().hex, "madeAt": time.time() * 1000, "freshMs": FRESH_SECONDS * 1000}
-    display({"application/javascript": SCRIPT % json.dumps(spec), "text/plain": ""}, raw=True)
+    if not page_script.show(PRESS_SAVE):
+        return False
     deadline = time.monotonic() + (WAIT_SECONDS if wait_seconds is None else wait_seconds)
     while time.monotonic() < deadline:
         time.sleep(POLL_SECONDS)

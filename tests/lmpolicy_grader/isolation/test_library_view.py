@@ -56,7 +56,7 @@ def test_each_notebooks_view_holds_exactly_the_modules_its_given_cells_import_an
                    "lmpolicy.notebook.failures", "lmpolicy.notebook.student_frames", "lmpolicy.notebook.kernel",
                    "lmpolicy.notebook.bindings", "lmpolicy.notebook.blocking", "lmpolicy.notebook.recorder",
                    "lmpolicy.notebook.name_advice", "lmpolicy.notebook.code_rule_notice", "lmpolicy.notebook.in_view",
-                   "lmpolicy.notebook.answer_runs", "lmpolicy.notebook.save_request"}
+                   "lmpolicy.notebook.answer_runs", "lmpolicy.notebook.save_request", "lmpolicy.notebook.page_script"}
     assert library_view.needed_modules(folder, None) == checks_only
     assert library_view.needed_modules(folder, "not_a_course_notebook") == checks_only
     nb01 = library_view.needed_modules(folder, "01_policy_softmax")
