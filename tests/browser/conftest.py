@@ -257,6 +257,18 @@ def student_copy(lab_server) -> Path:
     return ROOT / STUDENT_COPY
 
 
+LAPTOP = {"width": 1280, "height": 800}  # the screen of the issue's student, the file browser open
+
+
+@pytest.fixture
+def page(chromium):
+    """A page at the laptop's size, in a browser context of its own (its own storage and focus)."""
+    context = chromium.new_context(viewport=LAPTOP)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
 @pytest.fixture
 def run_all(artifacts_dir):
     """``run_all(page, name)``: Run > Run All Cells on the page, retried until the cells are queued."""

@@ -21,7 +21,7 @@ import urllib.request
 import nbformat
 import pytest
 
-from tests.browser.conftest import ROOT, STUDENT_COPY
+from tests.browser.conftest import LAPTOP, ROOT, STUDENT_COPY
 from tests.browser.notebook_page import RUN_TIMEOUT_MS, active_cell, run_all_cells, wait_for_kernel_idle, wait_until_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
@@ -29,7 +29,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("br
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 WORK = STUDENT_COPY.rsplit("/", 1)[0]  # the student's work folder: the start page and the demos' copies
-LAPTOP = {"width": 1280, "height": 800}
 UPDATE_TIMEOUT_MS = 30_000
 THEMES = ("JupyterLab Light", "JupyterLab Dark")
 

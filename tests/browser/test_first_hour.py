@@ -21,7 +21,6 @@ from tests.browser.notebook_page import (RUN_TIMEOUT_MS, cell, cell_index, open_
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
-SCREEN = {"width": 1280, "height": 800}
 WRONG_SOFTMAX = ("def softmax(logits, dim=-1):\n"
                  "    return torch.exp(logits) / torch.exp(logits).sum()  # the whole tensor's sum, not along dim\n")
 # notebook 08's runs as its cells label them (sections 5 and 6): the longest label has a hyphen
@@ -34,14 +33,6 @@ def shots(artifacts_dir):
     folder = artifacts_dir / "first-hour"
     folder.mkdir(exist_ok=True)
     return folder
-
-
-@pytest.fixture
-def page(chromium):
-    context = chromium.new_context(viewport=SCREEN)
-    page = context.new_page()
-    yield page
-    context.close()
 
 
 def in_view(page, index: int, part: str = ".jp-Cell-outputWrapper") -> float:

@@ -12,12 +12,11 @@ import time
 import nbformat
 import pytest
 
-from tests.browser.conftest import emptied
+from tests.browser.conftest import LAPTOP, emptied
 from tests.browser.notebook_page import active_cell, cell, cell_index, open_in_lab, select
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
-LAPTOP = {"width": 1280, "height": 800}
 CHECK_LINES = 3  # the heading, the import, the call
 
 

@@ -25,7 +25,6 @@ from tests.verdicts import one_line
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
-SCREEN = {"width": 1280, "height": 800}
 NOTEBOOK = "01_policy_softmax.ipynb"
 COPY = "test-artifacts/browser-work/stale-answers"  # relative to the course folder, where `make lab` serves from
 SEQUENCE_LOGPROB = "def sequence_logprob(token_probs):\n    return torch.log(token_probs).sum(dim=-1)\n"
@@ -47,14 +46,6 @@ def notebook(student_copy):
     folder = emptied(ROOT / COPY)
     shutil.copy(student_copy / NOTEBOOK, folder / NOTEBOOK)
     return folder / NOTEBOOK
-
-
-@pytest.fixture
-def page(chromium):
-    context = chromium.new_context(viewport=SCREEN)
-    page = context.new_page()
-    yield page
-    context.close()
 
 
 def test_a_check_says_its_answer_cell_raised_and_mark_done_reads_the_unsaved_answer(lab_server, notebook, page,

@@ -149,12 +149,16 @@ def notebook_put_back(folder):
     notebook.write_text(saved)
 
 
-def test_mark_done_asks_jupyterlab_to_save_and_reads_what_the_student_typed(kernel, notebook_put_back):
-    """mark_done shows the script that presses JupyterLab's save key, then reads the file once it changed: here the
-    test plays JupyterLab, saving the notebook with the written answer typed in when the script arrives."""
+WRITTEN = "The <eos> token: its log-prob is the largest in size."
+SAID_WHEN_SAVED = ("\u270e Exercise 11.1(b): written (graded by hand): your answer is in its cell (saved just now), "
+                   "for your instructor to grade")
+
+
+def mark_done_while_jupyterlab_saves(kernel, notebook, save) -> tuple[str, list[str]]:
+    """Run ``mark_done`` in the kernel; when its script arrives, play JupyterLab: ``save(text)`` writes the notebook
+    with the written answer typed in. What it printed, and the scripts it showed."""
     import nbformat
 
-    notebook = notebook_put_back
     code = "checks.mark_done('ex11_1b')"
     message = kernel.client.session.msg("execute_request", {"code": code, "silent": False, "store_history": True,
                                                             "user_expressions": {}, "allow_stdin": False})
@@ -168,15 +172,36 @@ def test_mark_done_asks_jupyterlab_to_save_and_reads_what_the_student_typed(kern
             scripts.append(reply["content"]["data"]["application/javascript"])
             typed = nbformat.read(notebook, as_version=4)
             next(c for c in typed.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex11_1b__manual"
-                 ).source = "The <eos> token: its log-prob is the largest in size."
-            nbformat.write(typed, notebook)  # JupyterLab's save
+                 ).source = WRITTEN
+            save(nbformat.writes(typed))
         elif reply["msg_type"] == "stream":
             printed.append(reply["content"]["text"])
         elif reply["msg_type"] == "status" and reply["content"]["execution_state"] == "idle":
             break
+    return "".join(printed).strip(), scripts
+
+
+def test_mark_done_asks_jupyterlab_to_save_and_reads_what_the_student_typed(kernel, notebook_put_back):
+    """mark_done shows the script that presses JupyterLab's save key, then reads the file once it changed."""
+    said, scripts = mark_done_while_jupyterlab_saves(kernel, notebook_put_back, notebook_put_back.write_text)
     assert len(scripts) == 1 and "keydown" in scripts[0] and "keyCode: 83" in scripts[0]
-    assert "".join(printed).strip() == ("\u270e Exercise 11.1(b): written (graded by hand): your answer is in its cell "
-                                        "(saved just now), for your instructor to grade")
+    assert said == SAID_WHEN_SAVED
+
+
+def test_mark_done_reads_the_notebook_once_the_server_has_written_it_whole(kernel, notebook_put_back):
+    """Jupyter's server writes a notebook in place: the file changes when its first bytes are written. mark_done
+    waits until it reads whole (CI saw a JSONDecodeError from a notebook read half written)."""
+    import time
+
+    def in_place_in_two_halves(text):
+        with open(notebook_put_back, "w") as file:
+            file.write(text[:len(text) // 2])
+            file.flush()
+            time.sleep(1.0)
+            file.write(text[len(text) // 2:])
+
+    said, _ = mark_done_while_jupyterlab_saves(kernel, notebook_put_back, in_place_in_two_halves)
+    assert said == SAID_WHEN_SAVED
 
 
 def test_mark_done_says_what_to_do_when_nothing_saved_the_notebook(kernel):
