@@ -7,11 +7,11 @@ mistakes, the temperature panel) are run here as a student runs them; its traini
 run ``conftest.notebook08_as_a_student`` shares with the execution test.
 """
 import re
-from html.parser import HTMLParser
 
 import pytest
 
 from lmpolicy.tinylm.model import CHECKPOINT_PATH
+from tests.lmpolicy.notebook.test_figure import Images
 
 from .conftest import NOTEBOOK08, NOTEBOOK08_GROUP
 from .notebook_tools import SOURCE_DIR, SOURCE_NOTEBOOKS, execute, read
@@ -19,17 +19,6 @@ from .notebook_tools import SOURCE_DIR, SOURCE_NOTEBOOKS, execute, read
 # what makes a matplotlib figure in a cell, and what shows one with its words
 MAKES_A_FIGURE = re.compile(r"\bplt\.(subplots|figure|subplot)\(")
 SHOWS_IT_DESCRIBED = re.compile(r"\bshow\(fig,")
-
-
-class Images(HTMLParser):
-    def __init__(self, html: str):
-        super().__init__()
-        self.images = []
-        self.feed(html)
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "img":
-            self.images.append(dict(attrs))
 
 
 def alts(cell) -> list[str]:

@@ -1,13 +1,13 @@
 """lmpolicy.tinylm.runs_figure: notebook 08's runs told apart without colour, and said in words from their histories."""
 import base64
 import io
-from html.parser import HTMLParser
 
 import matplotlib.pyplot as plt
 from PIL import Image
 
 from lmpolicy.tinylm import reinforce
 from lmpolicy.tinylm.runs_figure import describe_runs, draw_runs, plot_runs
+from tests.lmpolicy.notebook.test_figure import Images
 from tinylm_helpers import tiny_recipe, untrained_model
 
 
@@ -52,17 +52,6 @@ def test_runs_differ_by_marker_not_by_colour_alone_in_every_panel():
     assert [(t.get_text(), h.get_marker()) for t, h in zip(legend.get_texts(), legend.legend_handles)] == \
         [(histories[0].label, "o"), (histories[1].label, "s")]
     plt.close(fig)
-
-
-class Images(HTMLParser):
-    def __init__(self, html: str):
-        super().__init__()
-        self.images = []
-        self.feed(html)
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "img":
-            self.images.append(dict(attrs))
 
 
 def test_plot_runs_shows_the_picture_with_the_words_as_its_alt(monkeypatch):
