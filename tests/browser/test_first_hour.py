@@ -71,7 +71,8 @@ def test_run_all_stopped_by_a_check_shows_the_check(lab_server, student_copy, pa
     assert cell(page, check).locator(".jp-OutputArea-output", has_text="\u2717").first.is_visible()
     # the script shows nothing of itself: no empty output row under the check
     scripts = cell(page, check).locator(".jp-OutputArea-child:has(.jp-RenderedJavaScript)")
-    assert scripts.count() == 1 and not scripts.first.is_visible()
+    # (the check's own page script, which looks for an answer edited since it ran, hides itself too)
+    assert scripts.count() >= 1 and not any(scripts.nth(i).is_visible() for i in range(scripts.count()))
     # the cells after the check were cancelled, not run
     assert cell(page, after).locator(".jp-InputPrompt").first.text_content().strip() == "[ ]:"
 

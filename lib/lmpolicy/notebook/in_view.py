@@ -79,14 +79,26 @@ BRING = """
     // on this notebook and not typing in a cell: JupyterLab makes active the cell that takes the focus.
     const focused = document.activeElement;
     if (!notebook || !notebook.contains(focused) || focused.closest('.cm-editor, input, textarea, select')) return;
-    const output = cell.querySelector('.jp-OutputArea-output') || cell;
+    // the first output shown: a page script's own output is hidden, and a hidden element takes no focus
+    const output = [...cell.querySelectorAll('.jp-OutputArea-output')].find((node) => node.offsetParent !== null)
+      || cell;
     output.setAttribute('tabindex', '-1');
     output.focus({ preventScroll: true });
     notebook.focus({ preventScroll: true });
     output.removeAttribute('tabindex');
   };
   hide();  // the script has nothing to show
-  setTimeout(() => bring(element.closest('.jp-Cell')), 150);  // after JupyterLab's own scroll to its active cell
+  // After JupyterLab's own moves: a Run All scrolls to its last cell as it starts, and makes that cell the active
+  // one again once its run is over (the cells after the one that raised cancelled), so a stopped run waits for that.
+  const notebook = element.closest('.jp-Notebook');
+  const running = () => notebook && [...notebook.querySelectorAll('.jp-InputPrompt')]
+    .some((prompt) => prompt.textContent.includes('[*]'));
+  let polls = 0;
+  const when = () => {
+    if (spec.kind === 'stopped' && running() && polls++ < 50) return setTimeout(when, 100);
+    setTimeout(() => bring(element.closest('.jp-Cell')), 150);
+  };
+  when();
 """
 
 

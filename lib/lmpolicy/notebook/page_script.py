@@ -7,7 +7,10 @@ output's node, before it puts that node in the page. ``show(body, **spec)`` wrap
 
 - once the node is in the page, with ``element``, ``spec`` and ``hide()``, which hides the output's (empty) area;
 - once, though JupyterLab may render an output again;
-- only for an output made in the last half minute: a notebook reopened with its outputs saved does nothing.
+- only for an output made since the page was loaded and in the last half minute: a notebook reopened with its
+  outputs saved does nothing (a Run All's script saved with the notebook and reopened by the next test in a new
+  page within the half minute took the view to the cell where that earlier run had stopped). Both compare the
+  kernel's clock with the browser's: on a hub their machines' clocks must agree to a few seconds (NTP does).
 
 Shown only in a kernel JupyterLab started for a notebook (jupyter_server names the notebook in
 ``JPY_SESSION_NAME``), never under nbgrader nor in a script or nbclient. Its text/plain is empty, so the grader's
@@ -27,7 +30,10 @@ FRESH_SECONDS = 30  # an output older than this is a saved one, shown again when
 WRAPPER = """
 (function (element, spec) {
   const done = (window.lmpolicyPageScripts = window.lmpolicyPageScripts || new Set());
-  if (done.has(spec.id) || Math.abs(Date.now() - spec.madeAt) > spec.freshMs) return;
+  // a saved output, shown again: made before this page was loaded, or longer ago than a live output takes to arrive
+  if (done.has(spec.id) || spec.madeAt < performance.timeOrigin || Math.abs(Date.now() - spec.madeAt) > spec.freshMs) {
+    return;
+  }
   done.add(spec.id);
   let waited = 0;
   const inPage = () => {

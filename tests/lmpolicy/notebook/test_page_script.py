@@ -36,3 +36,26 @@ def test_the_spec_is_made_now_with_an_id_of_its_own():
 def test_nothing_is_shown_outside_a_kernel_jupyterlab_started(monkeypatch):
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     assert page_script.show("hide();") is False
+
+
+@pytest.mark.parametrize("made", ["live, after the page loaded", "saved, before the page loaded"])
+def test_a_script_acts_only_for_an_output_made_since_the_page_loaded(made, tmp_path):
+    """A notebook reopened in a new page within the half minute shows its saved script output again: it must not
+    act (it took the view to where an earlier Run All had stopped)."""
+    import re
+    import time
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (make install-all installs it for the tests)")
+    text = page_script.script("console.log('acted');", {})
+    made_at = re.search(r'"madeAt": ([0-9.e+]+)', text).group(1)
+    if made.startswith("live"):
+        text = text.replace(f'"madeAt": {made_at}', '"madeAt": Date.now()')  # made once node's page was loaded
+    else:
+        time.sleep(0.05)  # the page (node) loads after the output was made
+    harness = tmp_path / "page.js"
+    harness.write_text("globalThis.window = globalThis;\n"
+                       "const element = { isConnected: true, closest: () => null };\n" + text)
+    ran = subprocess.run(["node", str(harness)], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == ("acted" if made.startswith("live") else ""), ran.stdout
