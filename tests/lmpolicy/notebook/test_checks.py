@@ -1,5 +1,6 @@
 """lmpolicy.notebook.checks: failures carry a message a student can act on; done() and the shortcut guard."""
 import json
+import os
 import re
 
 import numpy as np
@@ -253,13 +254,34 @@ def test_a_library_shortcut_names_the_call_that_made_it():
     assert rendered(excinfo.value)[0].startswith("\u2717 Not allowed: softmax(z)")
 
 
+def start_ipc_kernel(env=None):
+    """A python3 kernel and its ready client, on IPC sockets in a folder of its own. Over TCP, the ports picked free
+    for a kernel can be taken by another test's kernel before it binds them (CI: "Address already in use", and the
+    kernel dead before its kernel_info reply)."""
+    import tempfile
+
+    from jupyter_client.manager import KernelManager
+
+    folder = os.path.join(tempfile.gettempdir(), f"lmpolicy-test-kernels-{os.getpid()}")  # one per test process:
+    os.makedirs(folder, exist_ok=True)  # its kernels start one at a time, each on socket files no other has
+    manager = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(folder, "kernel"))
+    manager.start_kernel(**({} if env is None else {"env": env}))
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+    except RuntimeError:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+        raise
+    return manager, client
+
+
 class Kernel:
     """A real IPython kernel, sent execute requests the way JupyterLab sends them (with the cell id)."""
 
     def __init__(self, env):
-        from jupyter_client.manager import start_new_kernel
-
-        self.manager, self.client = start_new_kernel(kernel_name="python3", env=env)
+        self.manager, self.client = start_ipc_kernel(env)
 
     def run(self, code: str, cell_id: str | None = None) -> tuple[str, dict | None]:
         """Run ``code``; (printed text, the error content or None)."""

@@ -29,7 +29,7 @@ def scripts(outputs) -> list[dict]:
 
 @pytest.fixture
 def start_kernel(tmp_path):
-    from jupyter_client.manager import start_new_kernel
+    from tests.lmpolicy.notebook.test_checks import start_ipc_kernel
 
     started = []
 
@@ -38,7 +38,7 @@ def start_kernel(tmp_path):
         env.pop("NBGRADER_EXECUTION", None)
         env.update(env_changes)
         env = {name: value for name, value in env.items() if value is not None}
-        manager, client = start_new_kernel(kernel_name="python3", env=env)
+        manager, client = start_ipc_kernel(env)
         started.append((manager, client))
         outputs_of(client, "import lmpolicy")
         return client

@@ -86,7 +86,7 @@ def test_every_notebook_is_served_with_the_language_its_kernel_reports(working_c
     the kernel's own, a notebook opened and left alone stays clean; the file keeps the committed metadata."""
     import asyncio
 
-    from jupyter_client.manager import start_new_kernel
+    from tests.lmpolicy.notebook.test_checks import start_ipc_kernel
 
     from lmpolicy.notebook.served_notebooks import StudentContentsManager
 
@@ -95,7 +95,7 @@ def test_every_notebook_is_served_with_the_language_its_kernel_reports(working_c
     assert saved == {"name": "python"}  # as committed: the language's name alone
     manager = StudentContentsManager(root_dir=str(working_copy))
     served = asyncio.run(manager.get("01_policy_softmax.ipynb", content=True, type="notebook"))["content"]
-    kernel, client = start_new_kernel(kernel_name="python3")
+    kernel, client = start_ipc_kernel()
     try:
         reported = client.kernel_info(reply=True, timeout=60)["content"]["language_info"]
     finally:
