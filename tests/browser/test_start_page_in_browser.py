@@ -52,6 +52,20 @@ def start_page_row(page, lab_server, notebook: str, screenshot) -> str:
     return overview.locator("tr", has_text=notebook).inner_text()
 
 
+def answer_and_check(page, lab_server, above: list[int], answer: int, check: int, code: str, says: str, screenshot):
+    """As a student: open notebook 01 (its kernel reconnected if running), run the set-up cells ``above`` top to
+    bottom, write ``code`` in the answer cell, run it, step down to its check with Shift+Enter, wait for the check's
+    output to say ``says``, and save."""
+    open_in_lab(page, lab_server, NOTEBOOK)
+    for index in above:
+        run_cell(page, index)
+    replace_cell_code(page, answer, code)
+    run_cell(page, answer)
+    run_cell(page, check, step_down=True)
+    output_of(page, check, says, screenshot)
+    save_notebook(page, RUN_TIMEOUT_MS)
+
+
 @pytest.mark.browser
 def test_the_start_page_shows_a_pass_a_restart_keeps_and_a_failure_in_the_checks_words(lab_server, chromium,
                                                                                          student_copy, artifacts_dir):
@@ -65,14 +79,8 @@ def test_the_start_page_shows_a_pass_a_restart_keeps_and_a_failure_in_the_checks
     page.set_default_timeout(60_000)
     try:
         # the softmax written, run, its check run (Shift+Enter from the answer) and passed, the notebook saved
-        open_in_lab(page, lab_server, NOTEBOOK)
-        for index in above:  # the set-up cells, top to bottom
-            run_cell(page, index)
-        replace_cell_code(page, answer, STABLE)
-        run_cell(page, answer)
-        run_cell(page, check, step_down=True)
-        output_of(page, check, "passed the visible checks", shots / "1-check-passed.png")
-        save_notebook(page, RUN_TIMEOUT_MS)
+        answer_and_check(page, lab_server, above, answer, check, STABLE, "passed the visible checks",
+                         shots / "1-check-passed.png")
         passed = start_page_row(page, lab_server, "01_policy_softmax", shots / "2-start-page-after-the-pass.png")
         assert re.search(r"\b1 of 3\b", passed) and "Exercise 01.softmax" not in passed, passed
 
@@ -95,14 +103,8 @@ def test_the_start_page_shows_a_pass_a_restart_keeps_and_a_failure_in_the_checks
         assert re.search(r"\b1 of 3\b", kept) and "Exercise 01.softmax" not in kept, kept
 
         # a softmax without the max shift, run and checked: the start page says what the check said
-        open_in_lab(page, lab_server, NOTEBOOK)  # the same kernel, reconnected
-        for index in above:  # the set-up cells again, after the restart
-            run_cell(page, index)
-        replace_cell_code(page, answer, UNSHIFTED)
-        run_cell(page, answer)
-        run_cell(page, check, step_down=True)
-        output_of(page, check, "Check failed", shots / "5-check-failed.png")
-        save_notebook(page, RUN_TIMEOUT_MS)
+        answer_and_check(page, lab_server, above, answer, check, UNSHIFTED, "Check failed",  # after the restart
+                         shots / "5-check-failed.png")
         failed = start_page_row(page, lab_server, "01_policy_softmax", shots / "6-start-page-after-the-failure.png")
         assert re.search(r"\b0 of 3\b", failed), failed
         assert "Exercise 01.softmax visible check: Check failed: softmax(" in failed and "NameError" not in failed, failed
