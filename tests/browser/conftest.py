@@ -4,7 +4,8 @@ and headless Chromium to drive them.
 The servers are the make targets themselves, with LAB_ARGS adding only what a test needs: no browser
 window, a free port and a token. Jupyter's config, data and runtime folders are the temporary ones that
 tests/conftest.py set up. The student's copy of the assignment that `make lab` makes is
-test-artifacts/browser-work/ch11 (CH11_COPY), made afresh for each test session, and the progress file
+test-artifacts/browser-work/<the test process's id>/ch11 (CH11_COPY), made afresh for each test session (so that
+two sessions at once never share a work folder), and the progress file
 is the session's own; the demo notebooks are opened from copies under test-artifacts/ (ignored by git),
 so nothing a test does in the browser can touch the committed notebooks or a real student's work.
 
@@ -150,7 +151,9 @@ def _start_watcher(pgid: int) -> tuple[subprocess.Popen, int]:
     return watcher, write_end
 
 
-STUDENT_COPY = "test-artifacts/browser-work/ch11"  # CH11_COPY: relative to the course folder
+BROWSER_WORK = ROOT / "test-artifacts" / "browser-work"
+STUDENT_WORK = f"test-artifacts/browser-work/{os.getpid()}"  # the student's work folder, relative to the course folder
+STUDENT_COPY = f"{STUDENT_WORK}/ch11"  # CH11_COPY
 
 
 def _serve(target: str, scratch: Path, **make_vars: str):
@@ -203,9 +206,11 @@ def _serve(target: str, scratch: Path, **make_vars: str):
 
 @pytest.fixture(scope="session")
 def lab_server(tmp_path_factory) -> LabServer:
-    """A student's `make lab`, with a fresh work folder: the assignment in test-artifacts/browser-work/ch11, the
-    start page and the demos beside it."""
-    shutil.rmtree((ROOT / STUDENT_COPY).parent, ignore_errors=True)
+    """A student's `make lab`, with a fresh work folder (STUDENT_WORK): the assignment in its ch11, the start page
+    and the demos beside it. The work folders of test sessions that have ended are removed."""
+    for entry in BROWSER_WORK.glob("*"):
+        if entry.name == str(os.getpid()) or not (entry.name.isdigit() and Path(f"/proc/{entry.name}").exists()):
+            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
     yield from _serve("lab", tmp_path_factory.mktemp("lab-server"), CH11_COPY=STUDENT_COPY)
 
 

@@ -21,14 +21,13 @@ import urllib.request
 import nbformat
 import pytest
 
-from tests.browser.conftest import LAPTOP, ROOT, STUDENT_COPY
+from tests.browser.conftest import LAPTOP, ROOT, STUDENT_COPY, STUDENT_WORK
 from tests.browser.notebook_page import RUN_TIMEOUT_MS, active_cell, run_all_cells, wait_for_kernel_idle, wait_until_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-WORK = STUDENT_COPY.rsplit("/", 1)[0]  # the student's work folder: the start page and the demos' copies
 UPDATE_TIMEOUT_MS = 30_000
 THEMES = ("JupyterLab Light", "JupyterLab Dark")
 
@@ -84,7 +83,7 @@ def set_theme(page, theme: str) -> None:
 
 
 def open_from_work(page, lab_server, name: str) -> None:
-    page.goto(lab_server.url(f"/lab/tree/{WORK}/{name}.ipynb") + "&reset")
+    page.goto(lab_server.url(f"/lab/tree/{STUDENT_WORK}/{name}.ipynb") + "&reset")
     page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=RUN_TIMEOUT_MS)
     wait_for_kernel_idle(page, RUN_TIMEOUT_MS)
 

@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from tests.browser.conftest import STUDENT_COPY
+from tests.browser.conftest import STUDENT_WORK
 from tests.browser.notebook_page import (RUN_TIMEOUT_MS, cell, cell_index, open_in_lab, output_of, replace_cell_code,
                                          run_cell, save_notebook, select, wait_until_run)
 from tests.verdicts import one_line
@@ -60,7 +60,7 @@ def read_start_page(page, lab_server, run_all, repo_root) -> tuple[str, str]:
     no row of an earlier read is on the page before this run's table.
     """
     (repo_root / START_COPY).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(repo_root / STUDENT_COPY.rsplit("/", 1)[0] / "00_start_here.ipynb", repo_root / START_COPY)
+    shutil.copy(repo_root / STUDENT_WORK / "00_start_here.ipynb", repo_root / START_COPY)
     open_in_lab(page, lab_server, START_COPY)
     run_all(page, "00_start_here")
     wait_until_run(page, RUN_TIMEOUT_MS)

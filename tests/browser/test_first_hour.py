@@ -15,7 +15,7 @@ Screenshots are saved under test-artifacts/first-hour/.
 import nbformat
 import pytest
 
-from tests.browser.conftest import STUDENT_COPY
+from tests.browser.conftest import STUDENT_COPY, STUDENT_WORK
 from tests.browser.notebook_page import (RUN_TIMEOUT_MS, cell, cell_index, open_in_lab, replace_cell_code,
                                          wait_until_run)
 
@@ -108,7 +108,7 @@ def bars_notebook(lab_server, student_copy):
 
 
 def test_progress_bars_in_view_one_width_labels_on_one_line(lab_server, bars_notebook, page, shots, run_all):
-    open_in_lab(page, lab_server, f"{STUDENT_COPY.rsplit('/', 1)[0]}/{bars_notebook.name}")
+    open_in_lab(page, lab_server, f"{STUDENT_WORK}/{bars_notebook.name}")
     run_all(page, "first-hour")  # retried until the cells are queued
     bars = cell(page, 3).locator(".widget-hprogress")
     bars.first.wait_for(timeout=RUN_TIMEOUT_MS)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import STUDENT_COPY
+from tests.browser.conftest import STUDENT_COPY, STUDENT_WORK
 from tests.browser.notebook_page import replace_cell_code, save_notebook
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]
@@ -49,7 +49,7 @@ def test_student_lab_made_the_working_copy_from_the_release(student_copy, repo_r
 
 
 def test_the_printed_url_and_the_servers_root_open_the_students_start_page(lab_server, student_copy):
-    start_page = f"/lab/tree/{STUDENT_COPY.rsplit('/', 1)[0]}/00_start_here.ipynb"
+    start_page = f"/lab/tree/{STUDENT_WORK}/00_start_here.ipynb"
     status, final_url, _ = lab_server.get("/")
     assert status == 200 and final_url.endswith(start_page), final_url
     printed = re.findall(r"http://127\.0\.0\.1:\d+(/\S*?)\?token=", lab_server.log())
@@ -204,7 +204,7 @@ def test_the_start_pages_links_open_the_students_own_notebooks(lab_server, chrom
     the demos' copies beside it, never the course's tracked notebooks."""
     from playwright.sync_api import expect
 
-    work = STUDENT_COPY.rsplit("/", 1)[0]
+    work = STUDENT_WORK
     page = chromium.new_page(viewport={"width": 1280, "height": 900})
     page.set_default_timeout(60_000)
     try:

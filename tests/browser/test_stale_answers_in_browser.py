@@ -18,7 +18,7 @@ import time
 import nbformat
 import pytest
 
-from tests.browser.conftest import ROOT, STUDENT_COPY, emptied
+from tests.browser.conftest import ROOT, STUDENT_WORK, emptied
 from tests.browser.notebook_page import (RUN_TIMEOUT_MS, cell, cell_index, open_in_lab, output_of, replace_cell_code,
                                          run_cell)
 from tests.verdicts import one_line
@@ -26,7 +26,7 @@ from tests.verdicts import one_line
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
 
 NOTEBOOK = "01_policy_softmax.ipynb"
-COPY = "test-artifacts/browser-work/stale-answers"  # relative to the course folder, where `make lab` serves from
+COPY = f"{STUDENT_WORK}/stale-answers"  # relative to the course folder, where `make lab` serves from
 SEQUENCE_LOGPROB = "def sequence_logprob(token_probs):\n    return torch.log(token_probs).sum(dim=-1)\n"
 NUMBERS = ("prob_86 = math.prod(token_probs_86.tolist())\nlogprob_86 = math.log(prob_86)\n"
            "main_contributor = '6'\n")

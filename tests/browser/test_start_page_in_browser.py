@@ -8,12 +8,12 @@ import urllib.request
 import nbformat
 import pytest
 
-from tests.browser.conftest import STUDENT_COPY
+from tests.browser.conftest import STUDENT_COPY, STUDENT_WORK
 from tests.notebooks.test_start_here import STABLE, UNSHIFTED
 from tests.browser.notebook_page import (RUN_TIMEOUT_MS, active_cell, cell, cell_index, open_in_lab, output_of, replace_cell_code,
                                          run_cell, save_notebook, wait_for_kernel_idle)
 
-START_PAGE = f"{STUDENT_COPY.rsplit('/', 1)[0]}/00_start_here.ipynb"
+START_PAGE = f"{STUDENT_WORK}/00_start_here.ipynb"
 NOTEBOOK = f"{STUDENT_COPY}/01_policy_softmax.ipynb"
 
 

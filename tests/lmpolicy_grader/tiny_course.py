@@ -7,6 +7,7 @@ and a manually graded answer (``ex3``). Hostile submissions are made from its re
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -95,6 +96,20 @@ def make_course(root: Path) -> Path:
 
 def cell_index(nb, grade_id: str) -> int:
     return next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def numbers_shown(values, text: str) -> list[float]:
+    """The values that ``text`` shows as a number, written to six significant digits as a recording prints them.
+
+    Only a value whose six-digit form holds at least four significant digits counts: a short form ("11", "0.5")
+    is in any page by chance (an exercise number, a score), so finding it there says nothing about a leak."""
+    shown = []
+    for value in values:
+        written = f"{value:.6g}"
+        if len(re.sub(r"\D|e.*", "", written).lstrip("0")) >= 4 and \
+                re.search(rf"(?<![\d.]){re.escape(written)}(?!\d)", text):
+            shown.append(value)
+    return shown
 
 
 def replace_answer(nb, grade_id: str, source: str):
