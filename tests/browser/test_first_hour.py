@@ -5,7 +5,8 @@
   notebook's last, unrun cell. The kernel brings the failing check into view (``lmpolicy.notebook.in_view``): its ✗
   lines are on screen when the run has stopped.
 - Validate runs in a subprocess of the student's server (``lmpolicy.notebook.validator``): while its button reads
-  "Validating...", the lab's server still answers (nbgrader's handler held the server's one thread).
+  "Validating...", the lab's server still answers (nbgrader's handler held the server's one thread), and the
+  course's lab extension says beside it which cell runs (``lmpolicy.notebook.validation_progress``).
 - A long cell's progress bars: Run All scrolls to the last cell as it starts; the training cell, far above it, is
   brought into view when its first bar starts. Notebook 08's four runs (their labels as the notebook gives them)
   show bars of one width, each label on one line (``lmpolicy.tinylm.runs.lay_out_notebook_bar``).
@@ -148,17 +149,37 @@ def test_progress_bars_in_view_one_width_labels_on_one_line(lab_server, bars_not
     assert later_training_in_view >= 40, "the second training cell's progress bar was out of view while it ran"
 
 
-def test_the_lab_answers_while_validate_runs(lab_server, student_copy, page, shots):
+# every text the course's Validate status takes, in order (the page keeps them: a poll from here would miss some)
+RECORD_STATUS = """() => {
+  window.validateStatus = [];
+  new MutationObserver(() => {
+    const heard = document.querySelector('.lmpolicy-validation-progress [role=status]');
+    const text = heard ? heard.textContent : null;
+    if (window.validateStatus[window.validateStatus.length - 1] !== text) window.validateStatus.push(text);
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def test_the_lab_answers_while_validate_runs_and_says_which_cell_runs(lab_server, student_copy, page, shots):
     """Notebook 01 as released: Validate runs it from the top; meanwhile the server answers another request (the
-    button still reads "Validating..." when the answer comes), and the dialog then lists the failing checks."""
+    button still reads "Validating..." when the answer comes), a status beside the button says which of the
+    notebook's code cells runs (its screen-reader status changing with the cell), it is gone when the dialog
+    lists the failing checks."""
+    import re
+
     from playwright.sync_api import expect
 
-    open_in_lab(page, lab_server, f"{STUDENT_COPY}/01_policy_softmax.ipynb")
+    notebook = student_copy / "01_policy_softmax.ipynb"
+    code_cells = sum(c.cell_type == "code" and bool(c.source.strip()) for c in nbformat.read(notebook, as_version=4).cells)
+    open_in_lab(page, lab_server, f"{STUDENT_COPY}/{notebook.name}")
+    page.evaluate(RECORD_STATUS)
     button = page.locator(".validate-button").first
     button.click()
     expect(button).to_contain_text("Validating...", timeout=30_000)
     status, _, _ = lab_server.get("/api/contents/" + STUDENT_COPY)
     still_validating = button.text_content()
+    shown = page.locator(".lmpolicy-validation-progress")
+    expect(shown).to_contain_text(re.compile(rf"\d+ s · cell \d+ of {code_cells}"), timeout=30_000)
     page.screenshot(path=str(shots / "validating.png"))
     dialog = page.locator(".jp-Dialog")
     dialog.wait_for(timeout=RUN_TIMEOUT_MS * 2)
@@ -166,3 +187,8 @@ def test_the_lab_answers_while_validate_runs(lab_server, student_copy, page, sho
     assert status == 200
     assert "Validating..." in still_validating, "the server answered only once Validate had finished"
     expect(dialog).to_contain_text("Exercise 11.1(a)")
+    expect(shown).to_have_count(0)
+    heard = [text for text in page.evaluate("window.validateStatus") if text]
+    places = [int(m.group(1)) for m in (re.search(rf"cell (\d+) of {code_cells}\b", t) for t in heard) if m]
+    assert heard[0] == "Validating: starting a fresh kernel", heard
+    assert places and places == sorted(places) and len(set(places)) == len(places), heard  # each cell heard once

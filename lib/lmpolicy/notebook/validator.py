@@ -41,7 +41,7 @@ from nbconvert.filters import ansi2html
 from nbgrader import utils
 from nbgrader.validator import Validator
 
-from lmpolicy.notebook import catalogue, code_rule
+from lmpolicy.notebook import catalogue, code_rule, validation_progress
 from lmpolicy.notebook.verdict_lines import strip_ansi, wrap
 
 MARK = "\u2717"  # how every verdict line of lmpolicy.notebook.checks begins
@@ -50,19 +50,19 @@ KERNEL_NEVER_STARTED = "Kernel died before replying to kernel_info"  # jupyter_c
 NBGRADER_USERS = ("nbgrader.apps.validateapp", "nbgrader.server_extensions.validate_assignment.handlers")
 
 
-def cell_name(cell, notebook) -> str:
+def cell_name(cell, notebook, with_title: bool = True) -> str:
     """"Exercise 01.softmax, the check cell": the exercise the cell belongs to (with its title when the
-    notebook gives one) and what kind of cell it is."""
+    notebook gives one and ``with_title``) and what kind of cell it is."""
     grade_id = (cell.metadata.get("nbgrader") or {}).get("grade_id", "")
     key = catalogue.exercise_key(grade_id)
     try:
         name = catalogue.label(key)
     except ValueError:  # a cell of no exercise: its grade id is all there is to name it by
         name = f"the cell {grade_id!r}" if grade_id else "a cell"
-    title = catalogue.titles(notebook).get(key)
+    title = catalogue.titles(notebook).get(key) if with_title else None
     if title:
         name += f" ({title})"
-    if utils.is_grade(cell) and utils.is_solution(cell):
+    if utils.is_solution(cell):
         kind = "the written answer" if cell.cell_type == "markdown" else "the answer cell"
     elif utils.is_grade(cell):
         kind = "the check cell"
@@ -210,6 +210,7 @@ class VerdictValidator(Validator):
 
 
 VALIDATE_HANDLERS = "nbgrader.server_extensions.validate_assignment.handlers"
+ANSWER_LIMIT = 64 * 2**20  # the subprocess's answer is one line of JSON: every failing cell's verdict
 
 
 async def _validate_in_a_subprocess(handler) -> None:
@@ -222,25 +223,48 @@ async def _validate_in_a_subprocess(handler) -> None:
         path = handler.get_json_body()["path"]
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "lmpolicy.notebook.validator", handler.settings["root_dir"], path,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    printed, logged = await process.communicate()
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=ANSWER_LIMIT)
+    running = validation_progress.RUNNING[path] = validation_progress.Validation(path)
     try:
-        output = json.loads(printed.decode().strip().splitlines()[-1])
+        printed, logged = await asyncio.gather(_lines_besides_progress(process.stdout, running), process.stderr.read())
+        await process.wait()
+    finally:
+        if validation_progress.RUNNING.get(path) is running:
+            del validation_progress.RUNNING[path]
+    try:
+        output = json.loads(printed[-1])
     except (ValueError, IndexError):
         output = {"success": False, "value": logged.decode(errors="replace")[-4000:]
                   or f"validation ended with exit code {process.returncode}"}
     handler.finish(json.dumps(output))
 
 
-def validate_in_this_process(root_dir: str, path: str) -> dict:
+async def _lines_besides_progress(stream, running) -> list[str]:
+    """The lines of the validation's stdout, each progress line read into ``running`` as it comes instead."""
+    lines = []
+    while line := (await stream.readline()).decode(errors="replace"):
+        if not running.read(line) and line.strip():
+            lines.append(line.strip())
+    return lines
+
+
+def validate_in_this_process(root_dir: str, path: str, report_progress: bool = False) -> dict:
     """What the Validate button's handler answers for ``path`` (relative to ``root_dir``): nbgrader's own
-    ``validate_notebook``, its config loaded as the handler loads it, with a ``VerdictValidator``."""
+    ``validate_notebook``, its config loaded as the handler loads it, with a ``VerdictValidator``; with
+    ``report_progress``, a progress line on stdout as each code cell starts (``validation_progress``)."""
     import importlib
 
     handlers = importlib.import_module(VALIDATE_HANDLERS)
     use_in_nbgrader()
     handler = SimpleNamespace(root_dir=root_dir, log=logging.getLogger("nbgrader.validate"))
-    handler.load_config = lambda: handlers.ValidateAssignmentHandler.load_config(handler)
+
+    def load_config():
+        config = handlers.ValidateAssignmentHandler.load_config(handler)
+        if report_progress:
+            validation_progress.report_to(config, lambda cell, notebook: cell_name(cell, notebook, with_title=False))
+        return config
+
+    handler.load_config = load_config
     return handlers.ValidateAssignmentHandler.validate_notebook(handler, path)
 
 
@@ -252,10 +276,13 @@ def _load_jupyter_server_extension(serverapp) -> None:
     """The student's server: the Validate button validates in a subprocess (see the module's docstring)."""
     import importlib
 
+    from jupyter_server.utils import url_path_join
     from tornado import web
 
     handler_class = importlib.import_module(VALIDATE_HANDLERS).ValidateAssignmentHandler
     handler_class.post = web.authenticated(_validate_in_a_subprocess)
+    serverapp.web_app.add_handlers(".*$", [(url_path_join(serverapp.base_url, validation_progress.URL),
+                                            validation_progress.handler_class())])
     use_in_nbgrader()
 
 
@@ -275,4 +302,4 @@ if __name__ == "__main__":  # the Validate button's subprocess: ROOT PATH; its a
     from lmpolicy.notebook import validator  # the module itself, not a second copy of it named __main__
 
     logging.basicConfig(level=logging.WARNING)
-    print(json.dumps(validator.validate_in_this_process(sys.argv[1], sys.argv[2])))
+    print(json.dumps(validator.validate_in_this_process(sys.argv[1], sys.argv[2], report_progress=True)))
