@@ -16,7 +16,10 @@
 - **The filters of the feedback page** (``templates/feedback/index.html.j2``, WCAG 2.1 AA): ``part_names``, what
   the page calls each scored or answered cell ("Exercise 11.1(a): its check cell"), in its links and headings;
   ``demote_headings``, the notebook's headings one level down under the page's own h1; ``code_colours``, the CSS
-  of ``CODE_STYLE``, a Pygments style whose every token colour is at least 4.5:1 on the code's white.
+  of ``CODE_STYLE``, a Pygments style whose every token colour is at least 4.5:1 on the code's white;
+  ``ansi2html``, nbconvert's, with every colour an output's 256-colour or RGB escape codes name for text on the
+  output's white (IPython's tracebacks colour their comments rgb(95,135,135), 4.1:1) darkened, its hue kept, to
+  at least 4.5:1 (``LEGIBLE_CONTRAST``). The 16 basic ANSI colours are classes the page gives no colour.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from collections import Counter
 
 import jinja2
 from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.ansi import ansi2html
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 
@@ -41,6 +45,9 @@ CODE_STYLE = "xcode"
 # heading's opening or closing tag at the start of one.
 _TAG = re.compile(r"""<(?:[^>"']|"[^"]*"|'[^']*')*>""")
 _HEADING_TAG = re.compile(r"<(/?)h([1-6])(?=[\s/>])", re.IGNORECASE)
+# A span nbconvert's ansi2html colours with a text colour and no background of its own (so on the output's white).
+_ANSI_TEXT_COLOUR = re.compile(r'<span style="color: rgb\((\d+),(\d+),(\d+)\)">')
+LEGIBLE_CONTRAST = 4.5  # WCAG 2.1 AA, normal text
 
 
 class _CompiledTemplates(jinja2.BytecodeCache):
@@ -70,7 +77,8 @@ class FeedbackHTMLExporter(HTMLExporter):
 
     def default_filters(self):
         yield from super().default_filters()
-        yield from {"part_names": part_names, "demote_headings": demote_headings, "code_colours": code_colours}.items()
+        yield from {"part_names": part_names, "demote_headings": demote_headings, "code_colours": code_colours,
+                    "ansi2html": legible_ansi2html}.items()
 
     def from_notebook_node(self, nb, resources=None, **kw):
         """HTMLExporter's page, sanitized, with its accessibility edits made on the text instead of a parsed tree."""
@@ -138,3 +146,24 @@ def code_colours(selector: str) -> str:
     """The CSS of ``CODE_STYLE`` for code highlighted inside ``selector``."""
     from pygments.formatters import HtmlFormatter
     return HtmlFormatter(style=CODE_STYLE).get_style_defs(selector)
+
+
+def legible_ansi2html(text: str) -> str:
+    """nbconvert's ``ansi2html`` of ``text``, each text colour on white darkened to ``LEGIBLE_CONTRAST``."""
+    def legible(span: re.Match) -> str:
+        red, green, blue = _on_white_at_least(LEGIBLE_CONTRAST, *(int(channel) for channel in span.groups()))
+        return f'<span style="color: rgb({red},{green},{blue})">'
+    return _ANSI_TEXT_COLOUR.sub(legible, ansi2html(text))
+
+
+def _on_white_at_least(contrast: float, *rgb: int) -> tuple[int, ...]:
+    """``rgb`` scaled towards black (same hue) until its contrast with white is at least ``contrast``."""
+    def luminance(channels) -> float:
+        linear = [c / 255 / 12.92 if c / 255 <= 0.03928 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    scaled, factor = rgb, 1.0
+    while 1.05 / (luminance(scaled) + 0.05) < contrast:
+        factor -= 0.02
+        scaled = tuple(round(channel * factor) for channel in rgb)
+    return scaled
