@@ -1,26 +1,34 @@
 """Which run of which cell left each name in the student's kernel, so that a check judges only answers their cells
 finished making.
 
-The recorder (``lmpolicy.notebook.recorder``) tells ``AnswerRuns`` about every cell the kernel runs: before it, the
-names its code binds at the top level (read from its source by ``lmpolicy.notebook.bindings``: assignments, def and
-class, imports, augmented assignments, for and with targets, walrus), each with the object it holds; after it,
-whether the run raised. A cell that does not parse binds what its last version that parsed bound (by the cell id
-JupyterLab sends). A name whose last binding run raised holds what an earlier run left (its object unchanged), or
-what the failed run set before it raised: either way not the answer its cell now holds. ``refuse_left_over`` fails
-a check reading such a name with ``LeftOver`` (nothing judged, so nothing recorded as passed); the recorder keeps a
-pass the check recorded before.
+``watch(shell)`` has IPython tell an ``AnswerRuns`` about every cell the kernel runs: before it, the names its code
+binds at the top level (read from its source by ``lmpolicy.notebook.bindings``: assignments, def and class, imports,
+augmented assignments, for and with targets, walrus), each with the object it holds; after it, whether the run
+raised. The kernels of the student's JupyterLab load this module as an IPython extension as they start
+(``lmpolicy.notebook.student_kernels``), so that the cells run before the first check are known too; elsewhere the
+recorder starts the watch when the checks are first imported, and learns only the cell run just before. A cell that
+does not parse binds what its last version that parsed bound (by the cell id JupyterLab sends). A name whose last
+binding run raised holds what an earlier run left (its object unchanged), or what the failed run set before it
+raised: either way not the answer its cell now holds. ``refuse_left_over`` fails a check reading such a name with
+``LeftOver`` (nothing judged, so nothing recorded as passed); the recorder keeps a pass the check recorded before.
 
-The kernel cannot see a cell edited and not run again: JupyterLab 4 marks such a code cell ``jp-mod-dirty``.
-``show_edited_since_run`` shows, while a check runs, a small script that adds one visible line above the check's
-verdict when a cell that made one of its answers (found by its prompt's execution count) is edited since it ran.
-Nothing here runs under nbgrader: the recorder is not installed there.
+The kernel cannot see a cell edited and not run again; the page can: JupyterLab 4 marks such a code cell
+``jp-mod-dirty``. ``show_edited_since_run`` shows, while a check runs, a small script that looks for the cells that
+made its answers (by their prompts' execution counts) among the edited ones. When one is, the check's verdict is
+not on what the student sees: the script puts one line above it ("Not checked: your answer cell (In [7]) changed
+since it ran: run it (Shift+Enter), then this check"), and once the check has run it takes out its ✓ lines and
+marks its ✗ lines as found in the answers that ran. The kernel is told nothing, so the progress record holds the
+verdict on the code that ran, with that code's fingerprints, and the line says so ("It judged prob_86 as In [7]
+left it, and it passed"); once the edit is saved the start page shows that pass as changed since it passed.
+Nothing here runs under nbgrader: neither the watch nor the recorder is installed there.
 """
 from __future__ import annotations
 
 import ast
+import contextlib
 from dataclasses import dataclass
 
-from lmpolicy.notebook import page_script
+from lmpolicy.notebook import kernel, page_script
 from lmpolicy.notebook.bindings import binds, statements
 from lmpolicy.notebook.failures import CheckFailed
 
@@ -140,33 +148,121 @@ def left_over_line(run: Run, names: list[str]) -> str:
     return f"{said} Fix that cell and run it again, then this check."
 
 
+def watch(shell) -> AnswerRuns:
+    """The ``AnswerRuns`` of IPython ``shell``, told of every cell it runs from the first call on (hooks registered
+    once per shell). Started while a cell runs (by the recorder, at the first import of the checks), it learns the
+    run just before that cell (``learn_the_run_before``)."""
+    runs = getattr(shell, "_lmpolicy_answer_runs", None)
+    if isinstance(runs, AnswerRuns):
+        return runs
+    runs = AnswerRuns()
+    runs.learn_the_run_before(getattr(shell, "last_execution_result", None))
+
+    def before(info) -> None:
+        with contextlib.suppress(Exception):  # the record must never break the student's notebook
+            runs.before_cell(getattr(info, "raw_cell", "") or "", getattr(info, "cell_id", None), shell.user_ns)
+
+    def after(result) -> None:
+        try:
+            runs.after_cell(result, shell.user_ns)  # an interrupted run too: it did not finish
+        except Exception as error:  # noqa: BLE001 - the record must never break the student's notebook
+            print(f"(lmpolicy could not record what this cell bound: {type(error).__name__}: {error})")
+
+    shell.events.register("pre_run_cell", before)
+    shell.events.register("post_run_cell", after)
+    shell._lmpolicy_answer_runs = runs
+    return runs
+
+
+def load_ipython_extension(shell) -> None:
+    """What an IPython kernel of the student's JupyterLab loads as it starts (``lmpolicy.notebook.student_kernels``):
+    the watch, from the kernel's first cell; nothing under the grader."""
+    if not kernel.running_under_grader():
+        watch(shell)
+
+
 MARK_EDITED = """
+  const cell = element.closest('.jp-Cell');
   const notebook = element.closest('.jp-Notebook');
-  const edited = [];
-  for (const [name, count] of spec.answers) {
-    for (const cell of (notebook ? notebook.querySelectorAll('.jp-CodeCell.jp-mod-dirty') : [])) {
-      const prompt = cell.querySelector('.jp-InputPrompt');
-      if (prompt && prompt.textContent.trim().replace(/:$/, '') === '[' + count + ']') edited.push([name, count]);
+  const edited = new Map();  // execution count of an edited answer cell -> the answers it made
+  for (const answerCell of (notebook ? notebook.querySelectorAll('.jp-CodeCell.jp-mod-dirty') : [])) {
+    const prompt = answerCell.querySelector('.jp-InputPrompt');
+    const shown = prompt ? prompt.textContent.trim().replace(/:$/, '') : '';
+    for (const [name, count] of spec.answers) {
+      if (shown === '[' + count + ']') edited.set(count, [...(edited.get(count) || []), name]);
     }
   }
-  if (!edited.length) {
+  if (!cell || !edited.size) {
     hide();  // nothing to say
     return;
   }
+  const listed = (words) => words.length > 1 ? words.slice(0, -1).join(', ') + ' and ' + words[words.length - 1]
+    : words[0];
+  const names = [...edited.values()].flat();
+  const one = edited.size === 1;
+  const box = document.createElement('div');  // drawn as a verdict's ✗ lines are: an error output's text
+  box.className = 'jp-RenderedText lmpolicy-edited-since-run';
+  box.setAttribute('data-mime-type', 'application/vnd.jupyter.stderr');
   const line = document.createElement('pre');
-  line.className = 'lmpolicy-edited-since-run';
-  const names = edited.map(([name]) => name).join(', ');
-  const counts = [...new Set(edited.map(([, count]) => '[' + count + ']'))].join(', ');
-  line.textContent = '\\u2717 ' + names + ': the cell ' + counts + ' that set ' +
-    (edited.length > 1 ? 'them' : 'it') + ' was edited after it ran, so this check judges what it ran then. ' +
-    'Run that cell (Shift+Enter), then this check.';
-  element.appendChild(line);
+  line.style.whiteSpace = 'pre-wrap';
+  line.style.wordBreak = 'normal';  // whole words
+  const heading = document.createElement('span');
+  heading.className = 'ansi-red-fg ansi-bold';
+  heading.textContent = '\\u2717 Not checked:';
+  const said = document.createTextNode('');
+  line.append(heading, said);
+  const what = ' your answer cell' + (one ? '' : 's') + ' (' +
+    listed([...edited.keys()].map((count) => 'In [' + count + ']')) + ') changed since ' + (one ? 'it' : 'they') +
+    ' ran: run ' + (one ? 'it' : 'them') + ' (Shift+Enter), then this check.';
+  const judged = 'It judged ' + listed(names) + ' as ' + (one ? 'that cell' : 'those cells') + ' left ' +
+    (names.length > 1 ? 'them' : 'it');
+  said.data = what + ' ' + judged + ', not as ' + (one ? 'it reads' : 'they read') + ' now.';
+  box.appendChild(line);
+  element.appendChild(box);
+
+  // Once the check has run, its verdict is on the answers that ran: its ✓ lines go, its ✗ lines are marked.
+  const verdict = () => {
+    let passed = false, failed = false;
+    for (const output of cell.querySelectorAll('.jp-OutputArea-output')) {
+      if (output.contains(element)) continue;
+      const kind = output.getAttribute('data-mime-type') || '';
+      if (kind === 'application/vnd.jupyter.stdout') {
+        const walker = document.createTreeWalker(output, NodeFilter.SHOW_TEXT);
+        for (let text = walker.nextNode(); text; text = walker.nextNode()) {
+          const kept = text.data.replace(/^\\u2713[^\\n]*\\n?/gm, '');
+          if (kept !== text.data) {
+            text.data = kept;
+            passed = true;
+          }
+        }
+        const area = output.closest('.jp-OutputArea-child');
+        if (!output.textContent.trim() && area) area.style.display = 'none';
+      } else if (kind === 'application/vnd.jupyter.stderr') {
+        failed = true;
+        output.style.borderLeft = '3px solid currentColor';
+        output.style.paddingLeft = '8px';
+      }
+    }
+    if (failed) {
+      said.data = what + ' ' + judged + ': what it found follows, about that run, not your edit.';
+    } else if (passed) {
+      said.data = what + ' ' + judged + ', and ' + (names.length > 1 ? 'they' : 'it') +
+        ' passed; your edit is not checked.';
+    }
+  };
+  const prompt = cell.querySelector('.jp-InputPrompt');
+  const whenRun = () => {
+    if (!element.isConnected) return;  // the check ran again: these outputs are gone
+    if (prompt && prompt.textContent.includes('[*]')) return setTimeout(whenRun, 200);
+    setTimeout(verdict, 50);  // the check's last outputs are drawn as its run ends
+  };
+  whenRun();
 """
 
 
 def show_edited_since_run(runs: AnswerRuns, names) -> None:
-    """Show the script that adds one line when a cell that made one of ``names`` is edited since it ran (see the
-    module's docstring); nothing outside a kernel JupyterLab started for a notebook."""
+    """Show the script that says a check judged answers whose cell is edited since it ran, and takes its verdict
+    off them (see the module's docstring); nothing outside a kernel JupyterLab started for a notebook."""
     answers = [[name, runs.last_run[name].execution_count] for name in names
                if name in runs.last_run and runs.last_run[name].execution_count]
     if answers:

@@ -5,9 +5,10 @@ the answer cells it passed on), or failing with the check's own first line ("Che
 an error: ...", "Not defined yet: ..."). A check that could not reach the answer (a name it calls is not defined
 in this kernel: after a restart, or run before its answer cell) judged nothing, so it never takes away a pass.
 After an answer cell runs with other code, the checks that passed on it read "changed". After a check cell, one ✗
-line says when a cell this kernel ran is outside the grader's code rule. Every cell's run is told to
-``answer_runs`` (which run left each name), so that a check refuses an answer whose cell raised the last time it
-ran; that refusal judged nothing, so a pass stays, as after a NameError. Nothing is hooked under the grader.
+line says when a cell this kernel ran is outside the grader's code rule. ``answer_runs`` watches every cell's run
+(which run left each name: from the kernel's start in the student's JupyterLab, else from here on), so that a check
+refuses an answer whose cell raised the last time it ran; that refusal judged nothing, so a pass stays, as after a
+NameError. Nothing is hooked under the grader.
 """
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lmpolicy.notebook import catalogue, kernel, name_advice, progress
-from lmpolicy.notebook.answer_runs import AnswerRuns, LeftOver
+from lmpolicy.notebook import answer_runs, catalogue, kernel, name_advice, progress
+from lmpolicy.notebook.answer_runs import LeftOver
 from lmpolicy.notebook.code_rule_notice import say_outside_the_code_rule
 from lmpolicy.notebook.failures import CheckFailed
 
@@ -88,7 +89,7 @@ class CellRecorder:
         self.ran: dict[str, str] = {}  # cell id -> fingerprint of the code it last ran
         self.check_code: set[str] = set()  # fingerprints of the check cells this kernel ran
         self._notebook: tuple[tuple | None, NotebookCells] | None = None
-        self.answer_runs = AnswerRuns()  # which run of which cell left each name
+        self.answer_runs = answer_runs.watch(shell)  # which run of which cell left each name
 
     def notebook(self) -> NotebookCells:
         """The cells of this kernel's notebook (JupyterLab names it in JPY_SESSION_NAME), read again once saved."""
@@ -123,16 +124,10 @@ class CellRecorder:
         self.checking_in_cell.clear()
         self.cell_source = getattr(info, "raw_cell", "") or ""
         self.cell_id = getattr(info, "cell_id", None)
-        with contextlib.suppress(Exception):  # the record must never break the student's notebook
-            self.answer_runs.before_cell(self.cell_source, self.cell_id, self.shell.user_ns)
 
     def post_run_cell(self, result) -> None:
         """Record what the cell's checks found; a failure here prints one line, never a traceback."""
         info = getattr(result, "info", None)
-        try:
-            self.answer_runs.after_cell(result, self.shell.user_ns)  # an interrupted run too: it did not finish
-        except Exception as error:  # noqa: BLE001 - the record must never break the student's notebook
-            print(f"(lmpolicy could not record what this cell bound: {type(error).__name__}: {error})")
         if kernel.running_under_grader() or info is None or isinstance(result.error_in_exec, KeyboardInterrupt):
             return  # an interrupted check neither passed nor failed
         source, cell_id = info.raw_cell or "", getattr(info, "cell_id", None)
@@ -192,7 +187,6 @@ def install() -> CellRecorder | None:
         # did not run before it, so take its code from the history IPython stored as it began
         history = getattr(getattr(shell, "history_manager", None), "input_hist_raw", None) or [""]
         _RECORDER.cell_source = history[-1]
-        _RECORDER.answer_runs.learn_the_run_before(getattr(shell, "last_execution_result", None))
         shell.events.register("pre_run_cell", _RECORDER.pre_run_cell)
         shell.events.register("post_run_cell", _RECORDER.post_run_cell)
         recorder = _RECORDER
