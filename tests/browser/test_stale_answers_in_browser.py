@@ -9,7 +9,8 @@ Chromium at 1280x800, in a student's `make lab`, on a copy of notebook 01 of its
   the answer cell changed since it ran and to run it, and its ✗ lines follow as about that run (JupyterLab's
   ``jp-mod-dirty``); the cell run, and the check passes;
 - the numbers edited again without running the cell, and the check run: no ✓ shows, the same line says the code
-  that ran passed and the edit is not checked, and the progress record holds the pass of the code that ran;
+  that ran passed and the edit is not checked, and the progress record holds the pass of the code that ran, which
+  the start page shows as changed since it passed once the edit is saved;
 - Exercise 11.1(b): a written answer typed into its cell and `mark_done` run at once, without saving: it reads the
   answer as typed (``lmpolicy.notebook.save_request`` has JupyterLab save first), and the file holds it.
 
@@ -25,8 +26,8 @@ import pytest
 
 from lmpolicy.notebook import progress
 from tests.browser.conftest import ROOT, STUDENT_WORK, emptied
-from tests.browser.notebook_page import (cell, cell_index, open_in_lab, output_of, replace_cell_code, run_cell,
-                                         shown_text)
+from tests.browser.notebook_page import (RUN_TIMEOUT_MS, cell, cell_index, open_in_lab, output_of,
+                                         replace_cell_code, run_cell, save_notebook, shown_text)
 from tests.verdicts import one_line
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("browser")]
@@ -116,10 +117,14 @@ def test_a_check_says_its_answer_cell_raised_or_changed_and_mark_done_reads_the_
                          "cell left them, and they passed; your edit is not checked."), shown
         # the record holds the pass of the code that ran, as the line says (the start page shows it changed once
         # the edit is saved)
-        record = json.loads(lab_server.progress_file.read_text())["checks"]["ex11_1a"]
+        record = json.loads(lab_server.progress_file.read_text())
         numbers_id = nbformat.read(notebook, as_version=4).cells[numbers].id
-        assert [(run["state"], run["answer"].get(numbers_id)) for run in record.values()] == [
+        assert [(run["state"], run["answer"].get(numbers_id)) for run in record["checks"]["ex11_1a"].values()] == [
             ("passed", progress.fingerprint(NUMBERS))], record
+        save_notebook(page, RUN_TIMEOUT_MS)  # Ctrl+S: the start page reads the edit as saved
+        (state,) = [state for state in progress.item_states(NOTEBOOK.removesuffix(".ipynb"), record, notebook)
+                    if state.item.exercise.key == "ex11_1a" and not state.item.written]
+        assert (state.done, state.status) == (False, progress.SAVED_OTHER_STATUS), state
 
         # a written answer typed in, and mark_done run at once, the notebook unsaved
         answer = cell(page, written)
