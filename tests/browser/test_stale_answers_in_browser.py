@@ -115,6 +115,7 @@ def test_a_check_says_its_answer_cell_raised_or_changed_and_mark_done_reads_the_
         assert shown == (f"\u2717 Not checked: your answer cell (In [{ran}]) changed since it ran: run it "
                          "(Shift+Enter), then this check. It judged prob_86, logprob_86 and main_contributor as that "
                          "cell left them, and they passed; your edit is not checked."), shown
+        assert cell(page, check).locator(".lmpolicy-edited-since-run[role=status]").count() == 1  # said, not only shown
         # the record holds the pass of the code that ran, as the line says (the start page shows it changed once
         # the edit is saved)
         record = json.loads(lab_server.progress_file.read_text())

@@ -203,6 +203,7 @@ MARK_EDITED = """
   const box = document.createElement('div');  // drawn as a verdict's ✗ lines are: an error output's text
   box.className = 'jp-RenderedText lmpolicy-edited-since-run';
   box.setAttribute('data-mime-type', 'application/vnd.jupyter.stderr');
+  box.setAttribute('role', 'status');  // a screen reader hears the line as it is completed below
   const line = document.createElement('pre');
   line.style.whiteSpace = 'pre-wrap';
   line.style.wordBreak = 'normal';  // whole words
