@@ -2,16 +2,18 @@
 (``lmpolicy.notebook.student_kernels``, ``answer_runs.load_ipython_extension``): a cell that raised before the first
 check, other cells run since, is still known; the kernel imports none of the checks for it; the grader's kernels
 are never watched."""
-import json
 import os
 import re
+from pathlib import Path
+
+import pytest
 
 from lmpolicy.notebook import progress, student_kernels
 from tests.lmpolicy.notebook.test_answer_runs import CHAPTER_PROBS, NOTEBOOK, check_11_1a, numbers_cell, release_cell, \
     verdict
 from tests.lmpolicy.notebook.test_checks import Kernel
 
-STUDENT_CONFIG = os.path.join(os.path.dirname(__file__), "..", "..", "..", "jupyter-config", "student")
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def students_kernel(monkeypatch, env) -> Kernel:
@@ -32,17 +34,28 @@ def kernel_env(folder, **extra) -> dict:
     return env
 
 
-def test_the_student_servers_kernels_load_the_watch():
-    """Both student configurations (make lab, the hubs' image) name the kernel spec manager; it adds the extension
-    to an IPython kernel's command only."""
-    for folder in (STUDENT_CONFIG, os.path.join(STUDENT_CONFIG, "..", "..", "deploy", "singleuser", "student")):
-        with open(os.path.join(folder, "jupyter_server_config.json")) as file:
-            server = json.load(file)["ServerApp"]
-        assert server["kernel_spec_manager_class"] == "lmpolicy.notebook.student_kernels.StudentKernelSpecManager"
+@pytest.mark.parametrize("folder", ["jupyter-config/student", "deploy/singleuser/student",
+                                    "jupyter-config/instructor", "deploy/singleuser/instructor"])
+def test_the_student_servers_kernels_load_the_watch(folder, monkeypatch):
+    """A server started with a student's configuration (make lab, the hubs' student servers) hands out kernel specs
+    that load the extension, an IPython kernel's only; an instructor's server, the installed ones."""
+    from jupyter_server.serverapp import ServerApp
+
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(ROOT / folder))
+    server = ServerApp()
+    try:
+        server.load_config_file()
+        configured = server.config.ServerApp.get("kernel_spec_manager_class")
+    finally:
+        ServerApp.clear_instance()
+    if folder.endswith("instructor"):
+        assert configured is None
+        return
+    assert configured == "lmpolicy.notebook.student_kernels.StudentKernelSpecManager"
     argv = student_kernels.StudentKernelSpecManager().get_kernel_spec("python3").argv
     assert argv[-1] == "--InteractiveShellApp.extra_extensions=lmpolicy.notebook.answer_runs", argv
-    other = student_kernels.KernelSpec(argv=["ir", "--slave", "-e", "IRkernel::main()", "{connection_file}"])
-    assert student_kernels.watching(other).argv == ["ir", "--slave", "-e", "IRkernel::main()", "{connection_file}"]
+    other = ["ir", "--slave", "-e", "IRkernel::main()", "{connection_file}"]
+    assert student_kernels.watching(student_kernels.KernelSpec(argv=list(other))).argv == other
 
 
 def test_a_cell_that_raised_before_the_first_check_is_known_though_cells_ran_since(tmp_path, monkeypatch):
