@@ -18,8 +18,9 @@ made its answers (by their prompts' execution counts) among the edited ones. Whe
 not on what the student sees: the script puts one line above it ("Not checked: your answer cell (In [7]) changed
 since it ran: run it (Shift+Enter), then this check"), and once the check has run it takes out its ✓ lines and
 marks its ✗ lines as found in the answers that ran. The kernel is told nothing, so the progress record holds the
-verdict on the code that ran, with that code's fingerprints, and the line says so ("It judged prob_86 as In [7]
-left it, and it passed"); once the edit is saved the start page shows that pass as changed since it passed.
+verdict on the code that ran, with that code's fingerprints, and the line says so ("It judged prob_86 as that cell
+left it, and it passed; your edit is not checked"); once the edit is saved the start page shows that pass as changed
+since it passed.
 Nothing here runs under nbgrader: neither the watch nor the recorder is installed there.
 """
 from __future__ import annotations
