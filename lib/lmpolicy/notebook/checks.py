@@ -233,8 +233,9 @@ def checking(exercise_key: str) -> None:
 def answers_from_finished_runs(*answers, names=(), namespace: dict | None = None) -> None:
     """The check cell's answers (objects it passes to a check, or ``names`` read from ``namespace``) must be what
     their cells finished making: one whose cell raised the last time it ran fails with ``answer_runs.LeftOver``
-    ("prob_86 is left from an earlier run: its cell raised ..."), nothing judged; in JupyterLab, a line is added
-    when the cell that made one is edited since it ran. Nothing under the grader, which runs every cell in order."""
+    ("prob_86 is left from an earlier run: its cell raised ..."), nothing judged; in JupyterLab, when the cell
+    that made one is edited since it ran, the page says "Not checked" above the verdict and takes its ✓ lines out
+    (``answer_runs.show_edited_since_run``). Nothing under the grader, which runs every cell in order."""
     if running_under_grader():
         return
     recording = recorder.install()
