@@ -58,8 +58,9 @@ class Shortcuts:
     parts: tuple[str, ...] = ()
 
 
-# any softmax or softmin, and the distributions built on one
-SOFTMAX_NAMES = r"(?i).*soft_?m(ax|in).*|(OneHot)?Categorical"
+# any softmax or softmin, and the distributions built on one: every distribution of torch.distributions made from
+# logits normalises them with one (Categorical, Multinomial, RelaxedOneHotCategorical, their utils' logits_to_probs)
+SOFTMAX_NAMES = r"(?i).*soft_?m(ax|in).*|(OneHot)?Categorical|distributions"
 
 def _library_object(name: str):
     """``"module:qualname"`` as the object it names."""

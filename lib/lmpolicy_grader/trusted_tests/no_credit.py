@@ -3,7 +3,7 @@ kernel's word): under ``checks.no_library_shortcut`` a call earns nothing when t
 reaches a blocked library function from the called function, by name, alias or import, or reaches
 anything by a way this reading cannot follow (``opaque``: a computed attribute name, ``exec`` or
 ``eval``, a code object, the source or file of a module, IPython's output history, a module of the
-submission's own folder).
+submission's own folder, a part of torch or numpy outside the list it follows: ``FOLLOWED_MODULES``).
 
 The functions of the student library that answer the notebook's exercises are not in the submission's
 process at all (``isolation.library_view``); for those the rule is a second line. It is the only one
@@ -19,6 +19,7 @@ import importlib.util
 import re
 import sys
 import types
+from functools import lru_cache
 
 from lmpolicy.notebook import checks
 
@@ -51,6 +52,119 @@ OPAQUE_MODULES = {"importlib", "inspect", "marshal", "pickle", "dill", "cloudpic
 OPAQUE_NAMES = re.compile(r"__builtins__|In|Out|_oh|_ih|_dh|_+|_i+|_\d+|_i\d+|__builtin__")
 
 
+# The parts of torch and numpy whose functions this reading follows by name: their arithmetic, autograd, optimisers,
+# random numbers and array views. Any other part of them compiles code from a string (torch.jit, torch.fx), hands out
+# functions chosen at run time (torch.overrides, torch.ops, torch.library, torch._C) or holds a library's kernels under
+# names no declaration lists (torch.distributions.utils), so code on the way to a tested function that reaches one
+# gets no credit, whatever it calls there.
+FOLLOWED_MODULES = frozenset({
+    "torch", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.nn.utils", "torch.linalg", "torch.special",
+    "torch.fft", "torch.autograd", "torch.autograd.functional", "torch.optim", "torch.random", "torch.distributions",
+    "numpy", "numpy.linalg", "numpy.random", "numpy.fft", "numpy.char", "numpy.lib", "numpy.lib.stride_tricks",
+})
+FOLLOWED_PACKAGES = frozenset(name.split(".")[0] for name in FOLLOWED_MODULES)
+
+
+def _unfollowed(module: str) -> bool:
+    """Whether ``module`` (a dotted name) is a part of torch or numpy this reading does not follow."""
+    return module.split(".")[0] in FOLLOWED_PACKAGES and module not in FOLLOWED_MODULES
+
+
+@lru_cache(maxsize=4096)
+def _submodule(module: str, attribute: str) -> str | None:
+    """The dotted name of the module ``module.attribute`` is, or None if it is no module. Nothing is imported: an
+    attribute already set is read from the module's own namespace, any other is looked up as a submodule's spec."""
+    parent = sys.modules.get(module)
+    value = vars(parent).get(attribute) if isinstance(parent, types.ModuleType) else None
+    if isinstance(value, types.ModuleType):
+        return getattr(value, "__name__", None) or f"{module}.{attribute}"
+    if value is not None or module.split(".")[0] not in FOLLOWED_PACKAGES:
+        return None
+    try:
+        return f"{module}.{attribute}" if importlib.util.find_spec(f"{module}.{attribute}") is not None else None
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
+def module_names(sources) -> dict[str, str]:
+    """The names the submission's imports bind to a module of a followed package (``F`` -> ``torch.nn.functional``)."""
+    found = {}
+    for statement in checks.statements(sources):
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    found[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for alias in node.names:
+                    module = _submodule(node.module, alias.name)
+                    if module:
+                        found[alias.asname or alias.name] = module
+    return {name: module for name, module in found.items() if module.split(".")[0] in FOLLOWED_PACKAGES}
+
+
+def _attribute_path(node, modules: dict[str, str]) -> list[str] | None:
+    """``node``'s attribute chain from a module name (``torch.jit.CompilationUnit`` -> [torch, jit,
+    CompilationUnit], with ``getattr(m, "name")`` read as ``m.name``), or None if it starts elsewhere."""
+    parts = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            parts.append(node.args[1].value)
+            node = node.args[0]
+        elif isinstance(node, ast.Name) and node.id in modules:
+            return [modules[node.id], *reversed(parts)]
+        else:
+            return None
+
+
+def _as_maker_of(statement, name: str | None):
+    """``statement`` as a maker of ``name``: an import reduced to the aliases that bind it."""
+    if isinstance(statement, (ast.Import, ast.ImportFrom)) and name is not None:
+        return type(statement)(**{**vars(statement), "names": [
+            alias for alias in statement.names if (alias.asname or alias.name).split(".")[0] == name]})
+    return statement
+
+
+def unfollowed_module(statement, modules: dict[str, str], name: str | None = None) -> str | None:
+    """The first part of torch or numpy outside ``FOLLOWED_MODULES`` that ``statement`` (as a maker of ``name``)
+    reaches, by an import or an attribute chain from a module name, or a module of them it uses as a value, in words
+    with its line; or None."""
+    statement = _as_maker_of(statement, name)
+    as_roots = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Attribute):
+            as_roots.add(id(node.value))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and node.args:
+            as_roots.add(id(node.args[0]))
+    for node in ast.walk(statement):
+        line = getattr(node, "lineno", "?")
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            module = node.module if isinstance(node, ast.ImportFrom) else None
+            for alias in node.names:
+                names = [alias.name] if module is None else [module, f"{module}.{alias.name}"]
+                for name in names:
+                    reached = _submodule(*name.rsplit(".", 1)) if "." in name else name
+                    reached = reached or (name if name == module else None)
+                    if reached and _unfollowed(reached):
+                        return f"{reached}, a part of {reached.split('.')[0]} the grader does not follow (line {line} of its cell)"
+        elif isinstance(node, ast.Name) and node.id in modules and isinstance(node.ctx, ast.Load) \
+                and id(node) not in as_roots:
+            return f"the module {modules[node.id]} used as a value (line {line} of its cell)"
+        elif isinstance(node, (ast.Attribute, ast.Call)) and id(node) not in as_roots:
+            path = _attribute_path(node, modules)
+            module = path[0] if path else None
+            for attribute in (path or [])[1:]:
+                module = _submodule(module, attribute)
+                if module is None:
+                    break
+                if _unfollowed(module):
+                    return f"{module}, a part of {module.split('.')[0]} the grader does not follow (line {line} of its cell)"
+    return None
+
+
 def _own_module(name: str) -> bool:
     """A top-level module the trusted kernel cannot find: a file of the submission's folder."""
     if name in sys.modules:
@@ -65,9 +179,7 @@ def opaque(statement, name: str | None = None) -> str | None:
     """The first thing in ``statement`` that reaches an object or runs code by a way the rule cannot
     follow, in words (with its line in the cell), or None. For an import, only the alias that binds
     ``name`` counts (``import builtins, torch`` makes torch like any import of it)."""
-    if isinstance(statement, (ast.Import, ast.ImportFrom)) and name is not None:
-        statement = type(statement)(**{**vars(statement), "names": [
-            alias for alias in statement.names if (alias.asname or alias.name).split(".")[0] == name]})
+    statement = _as_maker_of(statement, name)
     for node in ast.walk(statement):
         found = None
         if isinstance(node, ast.Call):
@@ -112,7 +224,11 @@ def _reached_names(statement, name: str) -> tuple[set[str], set[str]]:
     for the statement as a maker of ``name`` (an import: only the alias that binds it)."""
     if isinstance(statement, (ast.Import, ast.ImportFrom)):
         aliases = [a for a in statement.names if (a.asname or a.name).split(".")[0] == name]
-        return set(), set().union(*(_imported(statement, a) for a in aliases))
+        reaches = set().union(*(_imported(statement, a) for a in aliases))
+        module = getattr(statement, "module", None) or ""
+        if aliases and not getattr(statement, "level", 0) and module.split(".")[0] in FOLLOWED_PACKAGES:
+            reaches |= set(module.split("."))  # the part of torch it comes from (``from torch.distributions import ...``)
+        return set(), reaches
     reads, reaches = set(), set()
     for node in ast.walk(statement):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -159,6 +275,7 @@ def library_shortcut(sources, name: str, blocked_names) -> str | None:
             makers.setdefault(bound, []).append(statement)
         for changed_by_call in _changed_by(statement):
             makers.setdefault(changed_by_call, []).append(statement)
+    modules = module_names(sources)
     patterns = [blocked for blocked in blocked_names if isinstance(blocked, re.Pattern)]
     blocked_names = {blocked for blocked in blocked_names if isinstance(blocked, str)}
     blocked_names |= set().union(*(ALSO_ANSWERS.get(blocked, ()) for blocked in blocked_names))
@@ -175,7 +292,7 @@ def library_shortcut(sources, name: str, blocked_names) -> str | None:
             how = "" if current == name else f" through {current}"
             if found:
                 return f"your {name}{how} uses the library's {found[0]}, which gets no credit"
-            hidden = opaque(statement, current)
+            hidden = opaque(statement, current) or unfollowed_module(statement, modules, current)
             if hidden:
                 return (f"your {name}{how} reaches code by a way the grader cannot check, {hidden}, which gets no "
                         "credit: write it with plain names")

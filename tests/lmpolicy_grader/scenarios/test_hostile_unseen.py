@@ -1,0 +1,240 @@
+"""Attacks nobody had written a test for, graded together: notebook 01 for a class of hostile students beside an
+honest one, in one run of the real grader (``grade_class``, one worker).
+
+Two kinds. A softmax that reaches torch's own by a way the no-credit rule's names cannot see: a function picked
+from ``torch.overrides``' registry by a name built at run time, TorchScript compiled from a string (``torch.jit``),
+the distributions of ``torch.distributions`` (each normalises logits with a softmax), a function imported from one
+of its submodules. Each earned the softmax's 2 points; the rule now follows only the parts of torch and numpy it
+lists (``no_credit.FOLLOWED_MODULES``) and the softmax's declaration names ``distributions``. And a notebook whose
+grader metadata was edited: a test cell turned into an answer, an answer cell given points, a graded cell of its own,
+two cells with the same id. Each is FAILED with the reason nbgrader gives, or graded as handed in; none earns a point.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from lmpolicy_grader.__main__ import release
+from lmpolicy_grader.class_grading.course import load_config
+from lmpolicy_grader.class_grading.grading import grade_class
+from lmpolicy_grader.class_grading.status import Status
+from lmpolicy_grader.isolation import sandbox
+
+from .. import tiny_course
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("hostile_unseen"),
+              pytest.mark.skipif(sandbox.sandbox_problem() is not None and not os.environ.get("LMPOLICY_REQUIRE_SANDBOX"),
+                                 reason=f"no sandbox here: {sandbox.sandbox_problem()}")]
+
+NOTEBOOK = "01_policy_softmax"
+SOFTMAX_CELL, SOFTMAX_TESTS, LOGPROB_TESTS = "nb01_softmax__answer", "nb01_softmax__tests", "ex11_1a__tests"
+FULL = {SOFTMAX_TESTS: 2.0, LOGPROB_TESTS: 3.0}
+
+# torch's softmax itself, found in torch.overrides' registry of every overridable function by a name made at run time
+BY_NAME = '''import torch
+_found = [f for group in torch.overrides.get_overridable_functions().values() for f in group
+          if getattr(f, "__name__", "") == "soft" + "max"]
+def softmax(logits, dim=-1):
+    return _found[0](logits, dim)
+'''
+# torch.softmax called from TorchScript compiled out of a string
+FROM_A_STRING = '''import torch
+_unit = torch.jit.CompilationUnit("def f(x: torch.Tensor, d: int):\\n    return torch." + "soft" + "max(x, d)\\n")
+def softmax(logits, dim=-1):
+    return _unit.f(logits, dim)
+'''
+# a distribution made from logits holds their softmax as its probs
+RELAXED = '''import torch
+def softmax(logits, dim=-1):
+    moved = logits.movedim(dim, -1)
+    return torch.distributions.RelaxedOneHotCategorical(torch.tensor(1.0), logits=moved).probs.movedim(-1, dim)
+'''
+LOGITS_TO_PROBS = '''from torch.distributions.utils import logits_to_probs
+def softmax(logits, dim=-1):
+    return logits_to_probs(logits.movedim(dim, -1)).movedim(-1, dim)
+'''
+# softmax(q k^T) v with q = 1, k = the logits and v = the identity: attention's own softmax. torch's functions that
+# compute an answer under a name no declaration lists stay the student's own (docs/threat_model.md)
+ATTENTION = '''import torch
+import torch.nn.functional as F
+def softmax(logits, dim=-1):
+    moved = logits.movedim(dim, -1)
+    n = moved.shape[-1]
+    q = torch.ones(*moved.shape[:-1], 1, 1, dtype=logits.dtype)
+    v = torch.eye(n, dtype=logits.dtype).expand(*moved.shape[:-1], n, n)
+    return F.scaled_dot_product_attention(q, moved.unsqueeze(-1), v, scale=1.0).squeeze(-2).movedim(-1, dim)
+'''
+# the same registry, reached from the module held in a list (no attribute chain starts at a module's name)
+MODULE_AS_VALUE = BY_NAME.replace("torch.overrides", "[torch][0].overrides")
+SHORTCUTS = {"by_name": (BY_NAME, "torch.overrides"), "from_a_string": (FROM_A_STRING, "torch.jit"),
+             "module_as_value": (MODULE_AS_VALUE, "the module torch used as a value"),
+             "relaxed": (RELAXED, "distributions"), "logits_to_probs": (LOGITS_TO_PROBS, "distributions")}
+
+
+# Values that compare equal to anything: a tensor of zeros whose == is always true, a str and a float that equal every
+# value. Only the safe form crosses to the tests (trusted_tests.codec: exact builtin types, a tensor's bytes).
+EQUAL_TO_ANYTHING = '''import torch
+class Anything(torch.Tensor):
+    def __eq__(self, other):
+        return True
+class AnyText(str):
+    def __eq__(self, other):
+        return True
+    def __hash__(self):
+        return 0
+class AnyNumber(float):
+    def __eq__(self, other):
+        return True
+    def __hash__(self):
+        return 0
+def softmax(logits, dim=-1):
+    return torch.zeros_like(logits).as_subclass(Anything)
+'''
+EQUAL_NUMBERS = '''prob_86 = AnyNumber(0.5)
+logprob_86 = AnyNumber(-0.7)
+main_contributor = AnyText("6")
+'''
+
+
+def _index(nb: dict, grade_id: str) -> int:
+    return next(i for i, c in enumerate(nb["cells"]) if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def _copy(nb: dict) -> dict:
+    return json.loads(json.dumps(nb))
+
+
+def _with_softmax(reference: dict, source: str) -> dict:
+    nb = _copy(reference)
+    nb["cells"][_index(nb, SOFTMAX_CELL)]["source"] = source
+    return nb
+
+
+def _with_numbers(nb: dict, source: str) -> dict:
+    nb = _copy(nb)
+    nb["cells"][_index(nb, "ex11_1a__numbers")]["source"] = source
+    return nb
+
+
+def _with_metadata(nb: dict, grade_id: str, **changes) -> dict:
+    nb = _copy(nb)
+    nb["cells"][_index(nb, grade_id)]["metadata"]["nbgrader"].update(changes)
+    return nb
+
+
+def _with_a_graded_cell_of_its_own(reference: dict) -> dict:
+    nb = _copy(reference)
+    nb["cells"].append({"cell_type": "code", "execution_count": None, "id": "bonus", "outputs": [], "source": "pass",
+                        "metadata": {"nbgrader": {"grade": True, "solution": False, "locked": False, "grade_id": "bonus",
+                                                  "points": 10, "schema_version": 3, "task": False}}})
+    return nb
+
+
+def _with_a_duplicate_cell_id(reference: dict) -> dict:
+    nb = _copy(reference)
+    nb["cells"][_index(nb, SOFTMAX_CELL)]["id"] = nb["cells"][_index(nb, SOFTMAX_TESTS)]["id"]
+    return nb
+
+
+def _submissions(reference: dict) -> dict[str, dict]:
+    blank = _with_softmax(reference, "def softmax(logits, dim=-1):\n    return None\n")
+    return {
+        "honest": reference,
+        **{student: _with_softmax(reference, source) for student, (source, _) in SHORTCUTS.items()},
+        "attention": _with_softmax(reference, ATTENTION),
+        "equal_to_anything": _with_numbers(_with_softmax(reference, EQUAL_TO_ANYTHING), EQUAL_NUMBERS),
+        # the checksum nbgrader keeps of a locked cell covers its flags: a test made an answer (run in its own
+        # kernel, where it could be rewritten) is refused
+        "test_as_answer": _with_metadata(blank, SOFTMAX_TESTS, solution=True),
+        "points_on_its_answer": _with_metadata(reference, SOFTMAX_CELL, grade=True, points=10),
+        "graded_cell_of_its_own": _with_a_graded_cell_of_its_own(reference),
+        "duplicate_cell_id": _with_a_duplicate_cell_id(reference),
+    }
+
+
+def _scores(config, student) -> dict[str, float]:
+    with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gradebook:
+        grades = gradebook.find_submission_notebook(NOTEBOOK, "ch11", student).grades
+        return {g.name: g.score for g in grades if g.cell_type == "code"}
+
+
+def _verdicts(root, student) -> dict[str, str]:
+    """Each test cell's error, as the instructor's autograded notebook holds it."""
+    nb = nbformat.read(root / "autograded" / student / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4)
+    return {grade_id: " ".join(o.get("evalue", "") for o in nb.cells[tiny_course.cell_index(nb, grade_id)].outputs
+                               if o.output_type == "error") for grade_id in FULL}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, repo_root):
+    root = tmp_path_factory.mktemp("hostile-unseen")
+    (root / "source" / "ch11").mkdir(parents=True)
+    shutil.copy(repo_root / "source" / "ch11" / f"{NOTEBOOK}.ipynb", root / "source" / "ch11")
+    (root / "nbgrader_config.py").write_text((repo_root / "nbgrader_config.py").read_text()
+                                             + "\nc.GradingExecute.timeout = 20\n")
+    release(root)
+    reference = json.loads((root / "source" / "ch11" / f"{NOTEBOOK}.ipynb").read_text())
+    for student, nb in _submissions(reference).items():
+        folder = root / "submitted" / student / "ch11"
+        folder.mkdir(parents=True)
+        (folder / f"{NOTEBOOK}.ipynb").write_text(json.dumps(nb))
+    outcomes = {o.student: o for o in grade_class(root, workers=1, log=lambda _: None)}
+    config = load_config(root)
+    scores = {student: _scores(config, student) for student in outcomes}
+    verdicts = {student: _verdicts(root, student) for student, o in outcomes.items() if o.status == Status.GRADED}
+    return outcomes, scores, verdicts
+
+
+def test_the_honest_student_keeps_every_point(graded):
+    outcomes, scores, _ = graded
+    assert outcomes["honest"].status == Status.GRADED
+    assert {k: scores["honest"][k] for k in FULL} == FULL
+
+
+@pytest.mark.parametrize("student", sorted(SHORTCUTS))
+def test_torchs_softmax_reached_where_the_rule_reads_no_name_earns_nothing(graded, student):
+    """Old grader: 2 of 2 for each. The softmax gets 0 with the part of torch it reached; 11.1(a) keeps its 3."""
+    outcomes, scores, verdicts = graded
+    assert outcomes[student].status == Status.GRADED, outcomes[student].reason
+    assert {k: scores[student][k] for k in FULL} == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 3.0}
+    verdict = verdicts[student][SOFTMAX_TESTS]
+    assert "gets no credit" in verdict and SHORTCUTS[student][1] in verdict, verdict
+    assert verdicts[student][LOGPROB_TESTS] == ""
+
+
+def test_values_equal_to_anything_earn_nothing(graded):
+    outcomes, scores, verdicts = graded
+    assert outcomes["equal_to_anything"].status == Status.GRADED, outcomes["equal_to_anything"].reason
+    assert {k: scores["equal_to_anything"][k] for k in FULL} == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 0.0}
+    assert "is off" in verdicts["equal_to_anything"][SOFTMAX_TESTS], verdicts["equal_to_anything"]
+    assert "prob_86" in verdicts["equal_to_anything"][LOGPROB_TESTS], verdicts["equal_to_anything"]
+
+
+@pytest.mark.xfail(strict=True, reason="open: torch's functions that compute a softmax under a name no declaration "
+                                       "lists (scaled_dot_product_attention) are taken as the student's own")
+def test_attentions_softmax_earns_nothing(graded):
+    _, scores, _ = graded
+    assert scores["attention"][SOFTMAX_TESTS] == 0.0
+
+
+@pytest.mark.parametrize("student, reason", [
+    ("test_as_answer", "Inconsistent checksums for cell nb01_softmax__tests"),
+    ("points_on_its_answer", "No such grade cell: ch11/01_policy_softmax/nb01_softmax__answer"),
+    ("graded_cell_of_its_own", "Notebook failed to validate; the nbgrader metadata may be corrupted"),
+])
+def test_edited_grader_metadata_fails_its_notebook_with_the_reason(graded, student, reason):
+    outcomes, scores, _ = graded
+    assert outcomes[student].status == Status.FAILED
+    assert reason in outcomes[student].reason, outcomes[student].reason
+    assert not any(scores[student].values()), scores[student]
+
+
+def test_a_duplicate_cell_id_is_graded_as_handed_in(graded):
+    outcomes, scores, _ = graded
+    assert outcomes["duplicate_cell_id"].status == Status.GRADED, outcomes["duplicate_cell_id"].reason
+    assert {k: scores["duplicate_cell_id"][k] for k in FULL} == FULL
