@@ -8,6 +8,7 @@ import torch
 
 from lmpolicy.exact import temperature as exact
 from lmpolicy.exercises.exercise import Exercise
+from lmpolicy.exercises.older_names import module_getattr
 from lmpolicy.notebook import checks
 from lmpolicy.notebook.forbidden import LOGPROBS, SOFTMAX_NAMES, TEMPERATURE, Shortcuts
 
@@ -117,3 +118,5 @@ SEQUENCE_LOGPROB = Exercise(
     Shortcuts(library=(f"{LOGPROBS}:sequence_logprob", f"{LOGPROBS}:response_logprobs")))
 
 EXERCISES = (SOFTMAX, SEQUENCE_LOGPROB)
+
+__getattr__ = module_getattr(__name__)  # older copies' names of its exercises, and what it holds

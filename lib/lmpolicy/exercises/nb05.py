@@ -16,6 +16,7 @@ from lmpolicy.exact.scenarios import get_scenario
 from lmpolicy.exact.temperature import temperature_curve
 from lmpolicy.exact.tilting import frontier, soft_values as exact_soft_values, tilted_optimum as exact_tilted
 from lmpolicy.exercises.exercise import Exercise, numbers
+from lmpolicy.exercises.older_names import module_getattr
 from lmpolicy.notebook import checks
 from lmpolicy.notebook.forbidden import KL, TEMPERATURE, TILTING, Shortcuts
 from lmpolicy.per_student import variants
@@ -440,3 +441,5 @@ BETA_BEST_TRUE = Exercise("ex11_9c", _beta_best_true_checks)
 
 EXERCISES = (TILTED_OPTIMUM, KL_OBJECTIVE, TOKEN_LEVEL_OPTIMUM, SOFT_VALUES, BETA_FOR_TEMPERATURE, POWER_PROBS,
              BETA_EQUAL_MASS, DEMO_SOFT_VALUES, T_MATCHING_KL, BETA_BEST_TRUE)
+
+__getattr__ = module_getattr(__name__)  # older copies' names of its exercises, and what it holds

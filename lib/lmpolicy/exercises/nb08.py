@@ -7,6 +7,7 @@ import math
 import torch
 
 from lmpolicy.exercises.exercise import Exercise
+from lmpolicy.exercises.older_names import module_getattr
 from lmpolicy.notebook import checks
 from lmpolicy.notebook.forbidden import KL_PLACEMENT, REINFORCE, Shortcuts
 
@@ -314,3 +315,5 @@ POLICY_GRADIENT_LOSS = Exercise(
     Shortcuts(library=(f"{REINFORCE}:policy_gradient_loss", f"{KL_PLACEMENT}:kl_loss_term")))
 
 EXERCISES = (DISAGREEING_TEMPERATURES, LEAVE_ONE_OUT_BASELINE, KL_PENALIZED_REWARDS, POLICY_GRADIENT_LOSS)
+
+__getattr__ = module_getattr(__name__)  # older copies' names of its exercises, and what it holds
