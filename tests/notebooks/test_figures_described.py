@@ -1,4 +1,5 @@
-"""Every figure an assignment notebook draws reaches the student with a text alternative that says its numbers.
+"""Every figure a notebook draws (an assignment notebook, or one under notebooks/: the optional study, the demos, the
+start page) reaches the student with a text alternative that says its numbers.
 
 A figure is shown by ``lmpolicy.notebook.figure.show`` (an ``<img>`` whose ``alt`` is the description the cell
 computes from what it drew) or by ``lmpolicy.tinylm.runs_figure.plot_runs``, never by ``plt.show()`` or the
@@ -14,11 +15,13 @@ from lmpolicy.tinylm.model import CHECKPOINT_PATH
 from tests.lmpolicy.notebook.test_figure import Images
 
 from .conftest import NOTEBOOK08, NOTEBOOK08_GROUP
-from .notebook_tools import SOURCE_DIR, SOURCE_NOTEBOOKS, execute, read
+from .notebook_tools import ROOT, SOURCE_DIR, SOURCE_NOTEBOOKS, execute, read
 
 # what makes a matplotlib figure in a cell, and what shows one with its words
 MAKES_A_FIGURE = re.compile(r"\bplt\.(subplots|figure|subplot)\(")
 SHOWS_IT_DESCRIBED = re.compile(r"\bshow\(fig,")
+# every notebook a student opens: the assignment's, and the course's own under notebooks/
+STUDENTS_NOTEBOOKS = [*SOURCE_NOTEBOOKS, *sorted((ROOT / "notebooks").glob("*.ipynb"))]
 
 
 def alts(cell) -> list[str]:
@@ -33,7 +36,7 @@ def alts(cell) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("path", SOURCE_NOTEBOOKS, ids=lambda path: path.stem)
+@pytest.mark.parametrize("path", STUDENTS_NOTEBOOKS, ids=lambda path: path.stem)
 def test_no_figure_is_shown_without_its_words(path):
     for index, cell in enumerate(read(path).cells):
         if cell.cell_type != "code":
