@@ -4,14 +4,17 @@ grading page, the report and the feedback all hold the same manual scores and co
 
 A class of five handed in notebook 05 (tests/lmpolicy_grader/rubric/written_class.py): ``ada`` the corpus's good
 answers, ``bo`` the same answers wrapped otherwise with another case (so one group with ada's), ``cy`` the partial
-answers, ``dee`` nothing (the release's text), ``mallory`` a written answer made of active markup. Screenshots:
-test-artifacts/rubric/.
+answers, ``dee`` nothing (the release's text), ``mallory`` a written answer made of active markup. The same class's
+rubric page and formgrader's grading page pass axe (WCAG 2.0/2.1 A and AA) in the course's markup, nbgrader's own
+violations printed and written beside the screenshots, and every stop Tab reaches on the rubric page shows its
+focus. Screenshots and axe results: test-artifacts/rubric/.
 """
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import nbformat
@@ -193,3 +196,97 @@ def test_a_grader_grades_with_the_rubric_by_key_and_click_and_every_view_agrees(
         assert "Rubric: 2 of 3 points" in text and "2.0 / 3.0" in text
     finally:
         context.close()
+
+
+# axe on the whole page, each violating node sorted by whose markup it is: a student's (their written answer, inside
+# ``students``, shown as they wrote it, sanitized), the course's (inside ``ours`` and not inside ``theirs``), or
+# nbgrader's, with formgrader's own styles and scripts.
+AXE_BY_ORIGIN_JS = """
+async ([tags, ours, theirs, students]) => {
+  const results = await axe.run(document, {runOnly: {type: 'tag', values: tags}, elementRef: true,
+                                           resultTypes: ['violations']});
+  const found = {course: [], nbgrader: [], students: []};
+  for (const violation of results.violations) for (const node of violation.nodes) {
+    const element = node.element, inside = (selector) => element && element.closest && element.closest(selector);
+    const origin = inside(students) ? 'students' : inside(ours) && !inside(theirs) ? 'course' : 'nbgrader';
+    found[origin].push({rule: violation.id, impact: node.impact, target: node.target.join(' '),
+                        html: node.html.slice(0, 160), why: (node.failureSummary || '').slice(0, 240)});
+  }
+  return found;
+}
+"""
+# On formgrader's grading page the course's markup is the notebook's own (its prose, the outputs) and the link to
+# the rubric page the course adds; a Markdown cell in a graded panel is a student's written answer (ch11 has no task
+# cells); the rest (navigation, score boxes, panels, the code's colours, and the pilcrow link nbconvert's Markdown
+# renderer puts after each heading) is nbgrader's.
+COURSE_ON_FORMGRADER = ".text_cell_render, .output_subarea, a.rubric-link"
+STUDENTS_ON_FORMGRADER = ".nbgrader_cell .text_cell_render"
+NBCONVERTS_IN_THE_COURSES = "a.anchor-link"
+STUDENTS_ON_THE_RUBRIC_PAGE = ".answer"
+# The focus of the element Tab reached, and whether it is seen: an outline, or the box shadow bootstrap draws
+# around a focused form field.
+FOCUS_SHOWN_JS = """() => {
+  const el = document.activeElement, style = getComputedStyle(el);
+  const outline = style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) > 0;
+  return {what: el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') + (el.className ? '.' + el.className : ''),
+          text: (el.textContent || '').trim().slice(0, 40), shown: outline || style.boxShadow !== 'none',
+          in_body: el !== document.body};
+}"""
+
+
+def _axe_by_origin(page, name: str, shots, ours: str, students: str) -> dict:
+    """axe (test_accessibility's copy and WCAG tags) on ``page``: {"course": [...], "nbgrader": [...],
+    "students": [...]}, written to test-artifacts/rubric/<name>-axe.json and printed by rule."""
+    import json
+
+    from tests.browser.test_accessibility import AXE, WCAG_AA
+
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate(AXE_BY_ORIGIN_JS, [WCAG_AA, ours, NBCONVERTS_IN_THE_COURSES, students])
+    (shots / f"{name}-axe.json").write_text(json.dumps(found, indent=1, ensure_ascii=False))
+    by_rule = {origin: dict(sorted(Counter(v["rule"] for v in found[origin]).items())) for origin in found}
+    print(f"\n{name}: axe found {len(found['course'])} violation(s) in the course's markup {by_rule['course']} and "
+          f"{len(found['nbgrader'])} in nbgrader's {by_rule['nbgrader']}; {len(found['students'])} in the students' "
+          f"written answers {by_rule['students']}")
+    return found
+
+
+def test_the_rubric_page_and_formgraders_grading_page_pass_axe_in_the_courses_markup_and_show_the_focus(
+        chromium, graded_class, instructor_server, shots):
+    """The pages of a grader grading written answers: the rubric page (all of it the course's but the answer shown)
+    and formgrader's grading page around it (the course's markup in it); then the rubric page by Tab alone, its
+    focus always seen. A student's written answer is theirs, sanitized: what axe finds in it is printed, not
+    asserted (mallory's, its active markup taken out, leaves an <img> with no words)."""
+    context = chromium.new_context(viewport={"width": 1400, "height": 1100}, bypass_csp=True)  # axe is inlined
+    page = context.new_page()
+    try:
+        page.goto(instructor_server.url(f"/formgrader?path={COURSE}"))
+        page.wait_for_url(re.compile(r"/formgrader/manage_assignments"), timeout=60_000)
+        _open_rubric(page, instructor_server)
+        rubric = _axe_by_origin(page, "rubric-page", shots, "html", STUDENTS_ON_THE_RUBRIC_PAGE)  # all the course's
+        page.screenshot(path=str(shots / "rubric-page-audited.png"))
+        with _gradebook(graded_class) as gradebook:
+            submission_id = gradebook.find_submission_notebook(NOTEBOOK, "ch11", "cy").id
+        page.goto(instructor_server.url(f"/formgrader/submissions/{submission_id}/?index=0"))
+        page.wait_for_function("() => window.formgrader && formgrader.grades && formgrader.grades.loaded "
+                               "&& window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0", timeout=60_000)
+        page.screenshot(path=str(shots / "formgrader-grading-page.png"))
+        formgrader = _axe_by_origin(page, "formgrader-grading-page", shots, COURSE_ON_FORMGRADER,
+                                    STUDENTS_ON_FORMGRADER)
+
+        _open_rubric(page, instructor_server)
+        stops = page.evaluate("() => document.querySelectorAll("
+                              "'a[href], button, textarea, summary, [tabindex]:not([tabindex=\"-1\"])').length")
+        reached = []
+        for _ in range(stops):  # once round the page (hidden ones are skipped: fewer stops than that)
+            page.keyboard.press("Tab")
+            focused = page.evaluate(FOCUS_SHOWN_JS)
+            if "apply" in focused["what"] and not any("apply" in r["what"] for r in reached):
+                page.screenshot(path=str(shots / "rubric-focus-on-an-item.png"))
+            reached.append(focused)
+    finally:
+        context.close()
+    assert rubric["course"] == [], rubric["course"]
+    assert formgrader["course"] == [], formgrader["course"]
+    assert any("apply" in r["what"] for r in reached) and any(r["what"].startswith("textarea#note") for r in reached)
+    assert [r for r in reached if r["in_body"] and not r["shown"]] == [], reached
