@@ -24,7 +24,6 @@ from traitlets import Int, Unicode
 
 from lmpolicy.notebook.checks import shown_exception
 from lmpolicy_grader.cells import is_test
-from lmpolicy_grader.kernels.output_cap import OutputCap
 
 NOTE_ID = "lmpolicy-outputs-as-handed-in"
 
@@ -35,8 +34,8 @@ class OutputsAsHandedIn(NbGraderPreprocessor):
     note = Unicode("The outputs in this feedback are those of your notebook as you handed it in; what your code printed "
                    "while it was graded is not part of the feedback. The checks' verdicts are the grader's.",
                    help="the note at the top of the feedback").tag(config=True)
-    max_output_bytes = Int(OutputCap.max_output_bytes.default_value,
-                           help="handed-in output shown per cell; the rest is cut").tag(config=True)
+    # a cell's figures as the student saw them (one of notebook 08's is about 100 kB of PNG), not a flood of print
+    max_output_bytes = Int(1_000_000, help="handed-in output shown per cell; the rest is cut").tag(config=True)
 
     def preprocess(self, nb, resources):
         handed_in = _handed_in_outputs(nb, self._submitted(resources))
@@ -56,8 +55,7 @@ class OutputsAsHandedIn(NbGraderPreprocessor):
         return nb, resources
 
     def _capped(self, outputs: list) -> list:
-        """A handed-in cell's outputs up to the grader's cap (``OutputCap.max_output_bytes``): the student's own file
-        could hold any amount of them."""
+        """A handed-in cell's outputs up to ``max_output_bytes``: the student's own file could hold any amount."""
         kept, used = [], 0
         for output in outputs:
             used += len(json.dumps(output, default=str))

@@ -103,11 +103,34 @@ def test_an_exception_of_the_students_own_class_is_named_an_exception(tmp_path):
 
 def test_handed_in_outputs_are_capped_too(tmp_path):
     handed_in = _handed_in()
-    handed_in.cells[0].outputs = [_stream("x" * 1000 + "\n") for _ in range(300)]
+    handed_in.cells[0].outputs = [_stream("x" * 10_000 + "\n") for _ in range(300)]  # 3 MB
     config, resources = _course(tmp_path, handed_in)
     nb, _ = OutputsAsHandedIn(config=config).preprocess(_graded(handed_in), resources)
     shown = nb.cells[1].outputs
-    assert len(nbformat.writes(nb)) < 150_000 and "output cut at 100000 bytes" in shown[-1].text
+    assert len(nbformat.writes(nb)) < 1_100_000 and "output cut at 1000000 bytes" in shown[-1].text
+
+
+def test_a_figure_handed_in_is_shown_whole(tmp_path):
+    """A figure as the course's notebooks show it (a PNG with its words, ``lmpolicy.notebook.figure``), of the size
+    notebook 08's are: the student sees it in their feedback as they saw it in JupyterLab."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from lmpolicy.notebook.figure import described
+
+    fig, ax = plt.subplots(figsize=(9, 4))
+    ax.imshow(np.random.default_rng(0).random((150, 400)))  # noise: a PNG that compresses badly
+    figure = nbformat.v4.new_output("display_data", data=described(fig, "noise, for its size"))
+    plt.close(fig)
+    handed_in = _handed_in()
+    handed_in.cells[0].outputs = [figure]
+    config, resources = _course(tmp_path, handed_in)
+    nb, _ = OutputsAsHandedIn(config=config).preprocess(_graded(handed_in), resources)
+    assert len(nbformat.writes(figure)) > 150_000
+    assert nb.cells[1].outputs == [figure]
 
 
 def test_a_demos_refusal_stays_and_nothing_dressed_as_one(tmp_path):
