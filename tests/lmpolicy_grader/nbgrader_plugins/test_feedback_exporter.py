@@ -48,3 +48,27 @@ def test_the_templates_are_compiled_once_per_process():
     assert compiled
     FeedbackHTMLExporter(template_name="lab").from_notebook_node(_notebook())
     assert COMPILED_TEMPLATES._code == compiled  # found, not compiled and stored again
+
+
+def _contrast_on_white(red: int, green: int, blue: int) -> float:
+    """WCAG 2.1's contrast ratio of an sRGB colour against white."""
+    def channel(value: int) -> float:
+        value /= 255
+        return value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4
+    luminance = 0.2126 * channel(red) + 0.7152 * channel(green) + 0.0722 * channel(blue)
+    return 1.05 / (luminance + 0.05)
+
+
+def test_an_outputs_text_colours_are_darkened_to_aa_on_white_and_keep_their_hue():
+    """IPython colours a traceback's comments rgb(95,135,135): 4.1:1 on the feedback's white, under WCAG AA's 4.5."""
+    import re
+
+    from lmpolicy_grader.nbgrader_plugins.feedback_exporter import legible_ansi2html
+
+    assert _contrast_on_white(95, 135, 135) < 4.5
+    html = legible_ansi2html("\x1b[38;2;95;135;135m# a comment\x1b[0m and \x1b[38;5;16mblack\x1b[0m")
+    colours = [tuple(int(c) for c in found) for found in re.findall(r"color: rgb\((\d+),(\d+),(\d+)\)", html)]
+    assert len(colours) == 2 and all(_contrast_on_white(*colour) >= 4.5 for colour in colours), html
+    red, green, blue = colours[0]
+    assert red < green == blue and abs(red / green - 95 / 135) < 0.03  # the same hue, darker
+    assert colours[1] == (0, 0, 0) and "# a comment" in html and "black" in html
