@@ -43,8 +43,9 @@ attribute's name as a computed string, the ``getattr`` the rule refuses; nor is 
 What runs code from a string is refused wherever it hides: ``getattr`` is allowed only called with a constant
 name (never passed as a value: ``functools.reduce(getattr, ...)``), a string may hold no dunder name outside
 ``ALLOWED_DUNDER_STRINGS`` (``"{0.__globals__}"``), an annotation may not be a string (``typing.get_type_hints``
-and ``functools.singledispatch`` evaluate it), and a module's private names (``checks._ipython``) are out of
-reach, since the course's own library holds the shell there.
+and ``functools.singledispatch`` evaluate it), and no private name (``checks._ipython``, ``[dataclasses][0]._create_fn``,
+``self._cache``) is read, whatever it is read from: the course's own library holds the shell there, and the standard
+library's private helpers run code from strings (``dataclasses._create_fn``).
 """
 from __future__ import annotations
 
@@ -249,6 +250,8 @@ def advice(construct: str, line: str) -> str:
         return "delete it: no exercise reads or writes files"
     if construct == STRING_ANNOTATION:
         return "write the annotation without quotes (x: torch.Tensor) or leave it out"
+    if "private name" in construct or re.fullmatch(r"(getattr|hasattr)\(\.\.\., '_\w*'\)", construct):
+        return "name it without the leading underscore (self.cache), or use the module's public name"
     if construct.startswith("a relative import"):
         return "put that code in the notebook itself: only the notebook is graded"
     imported = re.match(r"(?:from|import) ([\w.]+)", construct)
@@ -325,12 +328,13 @@ def _refused(node, imported: set[str], called: set[int]) -> str | None:
         if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Name) \
                 and node.value.id in imported:
             return f"an assignment to {node.value.id}.{node.attr}, an attribute of a module"
-        root = node.value
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if node.attr.startswith("_") and not _is_dunder(node.attr) and isinstance(root, ast.Name) \
-                and root.id in imported:
-            return f".{node.attr}, a private name of a module"
+        if node.attr.startswith("_") and not _is_dunder(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            # whatever it is read from: a module reached as a value ([dataclasses][0]) is one too
+            return f".{node.attr}, a private name" + (" of a module" if isinstance(root, ast.Name)
+                                                      and root.id in imported else "")
     elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
         if _is_dunder(node.name) and node.name not in ALLOWED_DUNDER_METHODS:
             return f"a method {node.name}"
@@ -340,7 +344,7 @@ def _refused(node, imported: set[str], called: set[int]) -> str | None:
         name = node.args[1] if len(node.args) >= 2 else None
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
             return f"{node.func.id} with a computed name"
-        if name.value in INTERPRETER_HANDLES:
+        if name.value in INTERPRETER_HANDLES or (name.value.startswith("_") and not _is_dunder(name.value)):
             return f"{node.func.id}(..., {name.value!r})"
     elif isinstance(node, ast.Constant) and isinstance(node.value, str):
         for dunder in _DUNDER_IN_TEXT.findall(node.value):

@@ -14,6 +14,9 @@ place every iopub message of the running cell goes through:
 - Every message that reaches the notebook, a ``clear_output`` included, is counted (its content's size,
   at least ``MESSAGE_FLOOR_BYTES``, so that many tiny outputs count too) against the cell's cap and the
   notebook's. Past either, nothing more of that cell is kept, and one line says where it was cut.
+- An error is what makes a test cell score 0, so a cell that raised keeps it past any cap (nbgrader's
+  ``Execute`` adds the kernel's error reply to a cell left without its error output), cut to the cell's cap:
+  a verdict quoting a value a submission made as long as it likes stays a verdict, and stays small.
 """
 from __future__ import annotations
 
@@ -53,6 +56,13 @@ class OutputCap(Configurable):
             return None
         return super().process_message({**msg, "content": content}, cell, cell_index)
 
+    def preprocess_cell(self, cell, resources, index):
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                _cut_error(output, self.max_output_bytes)
+        return cell, resources
+
     def _within_cap(self, cell, cell_index: int, content: dict) -> bool:
         """Count ``content`` against the cell's and the notebook's caps; False (and the cut said once) past either."""
         used = self.__dict__.setdefault("_output_bytes", {})
@@ -73,3 +83,27 @@ class OutputCap(Configurable):
 
     def reset_output_cap(self) -> None:
         self.__dict__["_output_bytes"], self.__dict__["_cut_cells"] = {}, set()
+
+
+CUT = " ... (cut by the grader)"
+
+
+def _cut(text, room: int) -> str:
+    text = str(text)
+    return text if len(text) <= room else text[:max(0, room)] + CUT
+
+
+def _cut_error(output, limit: int) -> None:
+    """Cut an error output to about ``limit`` characters: its value to half of them, its traceback (what a page
+    shows) to the other half, line by line in order."""
+    output["ename"] = _cut(output.get("ename", ""), 200)
+    output["evalue"] = _cut(output.get("evalue", ""), limit // 2)
+    room, lines = limit // 2, []
+    for line in output.get("traceback") or []:
+        if room <= 0:
+            lines.append(CUT.strip())
+            break
+        lines.append(_cut(line, room))
+        room -= len(lines[-1])
+    if "traceback" in output:
+        output["traceback"] = lines

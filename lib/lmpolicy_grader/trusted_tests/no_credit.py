@@ -72,8 +72,12 @@ def _unfollowed(module: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _submodule(module: str, attribute: str) -> str | None:
-    """The dotted name of the module ``module.attribute`` is, or None if it is no module. Nothing is imported: an
-    attribute already set is read from the module's own namespace, any other is looked up as a submodule's spec."""
+    """The dotted name of the module ``module.attribute`` is, or None if it is no module. Of a followed package only the
+    package itself is imported (torch or numpy, which the trusted kernel holds anyway); an attribute already set is read
+    from the module's own namespace, any other is looked up as a submodule's spec."""
+    top = module.split(".")[0]
+    if top in FOLLOWED_PACKAGES and top not in sys.modules:
+        importlib.import_module(top)
     parent = sys.modules.get(module)
     value = vars(parent).get(attribute) if isinstance(parent, types.ModuleType) else None
     if isinstance(value, types.ModuleType):
@@ -162,6 +166,8 @@ def unfollowed_module(statement, modules: dict[str, str], name: str | None = Non
                     break
                 if _unfollowed(module):
                     return f"{module}, a part of {module.split('.')[0]} the grader does not follow (line {line} of its cell)"
+            if path and len(path) > 1 and module is not None:  # the chain ends at a module (F.torch), held as a value
+                return f"the module {module} used as a value (line {line} of its cell)"
     return None
 
 
