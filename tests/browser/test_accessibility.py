@@ -9,9 +9,10 @@ own (its toolbar, file browser, code editor colours) and is listed in the test's
 Then each demo is worked with the keyboard alone (Tab, Shift+Tab, arrows, Enter, Space): every step changes the
 plot's text alternative and the live readout, focus stays visible, and JupyterLab keeps the demo's keys (an
 ArrowDown in the scenario menu changes the scenario, not the notebook's cell). Every assignment notebook, as the
-student first opens it (their copy of the release, unrun), is checked the same way in the light theme, and one of
-notebook 08's figures, drawn by the library in the student's kernel, must reach the page as an <img> whose alt
-names its runs. Screenshots go to test-artifacts/accessibility/.
+student first opens it (their copy of the release, unrun), is checked the same way in both themes (opened once, the
+theme switched in the page, the colour rules alone in the second), and one of notebook 08's figures, drawn by the
+library in the student's kernel, must reach the page as an <img> whose alt names its runs. Screenshots go to
+test-artifacts/accessibility/.
 """
 import json
 import re
@@ -28,14 +29,15 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.xdist_group("br
 
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+# The WCAG AA rules whose verdict depends on colours: all that a theme changes on a page checked whole in another theme
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 UPDATE_TIMEOUT_MS = 30_000
 THEMES = ("JupyterLab Light", "JupyterLab Dark")
 
 # Run axe and sort each violating node: the course's (inside rendered Markdown or a cell's output) or JupyterLab's.
 AXE_JS = """
-async (tags) => {
-  const results = await axe.run(document, {runOnly: {type: 'tag', values: tags}, elementRef: true,
-                                           resultTypes: ['violations']});
+async (runOnly) => {
+  const results = await axe.run(document, {runOnly, elementRef: true, resultTypes: ['violations']});
   const course = [], lab = [];
   for (const violation of results.violations) for (const node of violation.nodes) {
     const element = node.element;
@@ -56,14 +58,26 @@ def shots(artifacts_dir):
     return folder
 
 
-def axe_check(page, name: str, shots) -> dict:
-    """axe on the whole page; the counts and every node written to test-artifacts/accessibility/<name>-axe.json."""
+# JupyterLab's body has no height (its shell is positioned absolutely) and hides its overflow, which axe takes for a
+# box clipping the whole notebook: its color-contrast rule then skips every text of the notebook as invisible. With
+# its overflow visible the body looks the same, and axe measures the notebook's text.
+BODY_SHOWN = "body { overflow: visible !important; }"
+
+
+def axe_check(page, name: str, shots, rules: list[str] | None = None, every_text: bool = False) -> dict:
+    """axe on the whole page, with the WCAG 2.1 AA rules or only ``rules`` (``every_text``: the notebook's text
+    measured by color-contrast too, ``BODY_SHOWN``); the counts and every node written to
+    test-artifacts/accessibility/<name>-axe.json."""
     if not AXE.exists():
         pytest.fail(f"axe-core is missing at {AXE}: run `npm install` (package.json lists it as a dev dependency)")
-    page.add_script_tag(path=str(AXE))
-    # render every cell, the ones out of view included (JupyterLab's windowing skips them), for the whole page
-    page.add_style_tag(content=".jp-Notebook * { content-visibility: visible !important; }")
-    found = page.evaluate(AXE_JS, WCAG_AA)
+    if not page.evaluate("() => !!window.axe"):  # once per page load
+        page.add_script_tag(path=str(AXE))
+        # render every cell, the ones out of view included (JupyterLab's windowing skips them), for the whole page
+        page.add_style_tag(content=".jp-Notebook * { content-visibility: visible !important; }")
+    if every_text and not page.evaluate("(css) => [...document.querySelectorAll('style')].some(s => "
+                                        "s.textContent === css)", BODY_SHOWN):
+        page.add_style_tag(content=BODY_SHOWN)
+    found = page.evaluate(AXE_JS, {"type": "rule", "values": rules} if rules else {"type": "tag", "values": WCAG_AA})
     (shots / f"{name}-axe.json").write_text(json.dumps(found, indent=1, ensure_ascii=False))
     lab_rules = sorted({f"{v['rule']} ({v['target'][:60]})" for v in found["lab"]})
     print(f"\n{name}: axe found {len(found['course'])} violation(s) in the course's content and "
@@ -78,8 +92,11 @@ def set_theme(page, theme: str) -> None:
     page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Theme$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(theme)}$")).click()
     light = "true" if theme == "JupyterLab Light" else "false"
+    # JupyterLab marks the body once the theme's stylesheet has loaded, then lifts the splash it covered the page
+    # with meanwhile (a fade of 200 ms): only then does the page show, and axe measure, the theme's colours
     page.wait_for_function(f"document.body.dataset.jpThemeLight === '{light}'", timeout=UPDATE_TIMEOUT_MS)
-    page.wait_for_timeout(1_000)  # the theme's stylesheet applied
+    page.locator("#jupyterlab-splash").wait_for(state="detached", timeout=UPDATE_TIMEOUT_MS)
+    page.evaluate("() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))")
 
 
 def open_from_work(page, lab_server, name: str) -> None:
@@ -289,6 +306,9 @@ def test_the_kl_demo_passes_axe_and_works_by_keyboard_alone(lab_server, chromium
 
 
 RELEASED = sorted(path.stem for path in (ROOT / "release" / "ch11").glob("*.ipynb"))
+# Text of the course that only the dark theme makes illegible (1.1:1 on its background)
+ILLEGIBLE_SPAN = '<span style="color:#1a1a1a">legible on white only</span>'
+ILLEGIBLE_IN_THE_DARK = f"Some text, then {ILLEGIBLE_SPAN}."
 # One of notebook 08's figures as its cells draw it (lmpolicy.tinylm.runs_figure), from two runs' histories
 FIGURE_CELL = """from lmpolicy.tinylm.runs import Budget, History
 from lmpolicy.tinylm.runs_figure import plot_runs
@@ -300,8 +320,9 @@ plot_runs([History(label="leashed", answers=[0, 20480, 40960], greedy=[0.796, 0.
 """
 
 
-def api(lab_server, method: str, path: str):
+def api(lab_server, method: str, path: str, body: dict | None = None):
     request = urllib.request.Request(lab_server.base_url + path, method=method,
+                                     data=None if body is None else json.dumps(body).encode(),
                                      headers={"Authorization": f"token {lab_server.token}"})
     with urllib.request.urlopen(request, timeout=60) as response:
         return json.loads(response.read() or b"null")
@@ -372,14 +393,35 @@ def test_every_assignment_notebook_and_a_figure_have_no_violation_in_the_courses
     try:
         page.goto(lab_server.url("/lab?reset"))
         page.locator(".jp-LauncherCard, .jp-NotebookPanel").first.wait_for(timeout=RUN_TIMEOUT_MS)
+        # first, that the dark theme's run would see text of the course illegible there: a dark grey span
+        probe_notebook = (shots / "illegible-in-the-dark.ipynb").relative_to(ROOT).as_posix()
+        released = nbformat.read(ROOT / "release" / "ch11" / f"{RELEASED[0]}.ipynb", as_version=4)
+        # with a released notebook's metadata: its kernel changes none of it, so the tab closes without a question
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(ILLEGIBLE_IN_THE_DARK)],
+                                                metadata=released.metadata), ROOT / probe_notebook)
+        open_rendered(page, probe_notebook)
+        set_theme(page, THEMES[1])
+        worn = THEMES[1]
+        probe = axe_check(page, "illegible-in-the-dark", shots, rules=COLOUR_RULES, every_text=True)
+        assert [(v["rule"], v["html"]) for v in probe["course"]] == [("color-contrast", ILLEGIBLE_SPAN)], probe
         for name in RELEASED:
             opened = time.monotonic()
             open_rendered(page, f"{STUDENT_COPY}/{name}.ipynb")
-            page.screenshot(path=str(shots / f"notebook-{name}.png"))
-            found[name] = axe_check(page, f"notebook-{name}", shots)
+            # each notebook opened once and checked in both themes, the one the page wears first (one switch each):
+            # in it with every WCAG AA rule, in the other with those the theme's colours can change
+            for second, theme in enumerate(sorted(THEMES, key=lambda theme: theme != worn)):
+                if theme != worn:
+                    set_theme(page, theme)
+                    worn = theme
+                shown = f"notebook-{name}-{theme.split()[-1].lower()}"
+                page.screenshot(path=str(shots / f"{shown}.png"))
+                found[shown] = axe_check(page, shown, shots, rules=COLOUR_RULES if second else None,
+                                         every_text=True)
             shut_down_kernels_started_since(lab_server, sessions_before)  # one kernel at a time
             seconds[name] = round(time.monotonic() - opened, 1)
-        print(f"\nassignment notebooks: {seconds} s each")
+        print(f"\nassignment notebooks, light and dark: {seconds} s each")
+        if worn != THEMES[0]:
+            set_theme(page, THEMES[0])
 
         # one of notebook 08's figures: saved in the notebook (untrusted, so JupyterLab sanitizes it), then drawn
         # afresh in the student's kernel; each time an <img> whose alt says where each run ends
@@ -395,10 +437,13 @@ def test_every_assignment_notebook_and_a_figure_have_no_violation_in_the_courses
         wait_until_run(page, RUN_TIMEOUT_MS)
         assert_figure_described(page)
         page.screenshot(path=str(shots / "figure-light.png"))
-        found["figure"] = axe_check(page, "figure", shots)
+        found["figure"] = axe_check(page, "figure", shots, every_text=True)
         seconds["figure"] = round(time.monotonic() - figure_started, 1)
     finally:
         page.close()
+        # the theme is a setting of the lab's user: the next test finds it light, whatever state the page was in
+        api(lab_server, "PUT", "/lab/api/settings/@jupyterlab/apputils-extension:themes",
+            {"raw": json.dumps({"theme": THEMES[0]})})
         shut_down_kernels_started_since(lab_server, sessions_before)
         print(f"\nnotebooks and figure: {round(time.monotonic() - started, 1)} s ({seconds})")
     assert {name: f["course"] for name, f in found.items()} == {name: [] for name in found}
