@@ -64,9 +64,9 @@ def shots(artifacts_dir):
 BODY_SHOWN = "body { overflow: visible !important; }"
 
 
-def axe_check(page, name: str, shots, rules: list[str] | None = None, every_text: bool = False) -> dict:
-    """axe on the whole page, with the WCAG 2.1 AA rules or only ``rules`` (``every_text``: the notebook's text
-    measured by color-contrast too, ``BODY_SHOWN``); the counts and every node written to
+def axe_check(page, name: str, shots, rules: list[str] | None = None) -> dict:
+    """axe on the whole page, with the WCAG 2.1 AA rules or only ``rules`` (the notebook's text measured by
+    color-contrast too, ``BODY_SHOWN``); the counts and every node written to
     test-artifacts/accessibility/<name>-axe.json."""
     if not AXE.exists():
         pytest.fail(f"axe-core is missing at {AXE}: run `npm install` (package.json lists it as a dev dependency)")
@@ -74,7 +74,7 @@ def axe_check(page, name: str, shots, rules: list[str] | None = None, every_text
         page.add_script_tag(path=str(AXE))
         # render every cell, the ones out of view included (JupyterLab's windowing skips them), for the whole page
         page.add_style_tag(content=".jp-Notebook * { content-visibility: visible !important; }")
-    if every_text and not page.evaluate("(css) => [...document.querySelectorAll('style')].some(s => "
+    if not page.evaluate("(css) => [...document.querySelectorAll('style')].some(s => "
                                         "s.textContent === css)", BODY_SHOWN):
         page.add_style_tag(content=BODY_SHOWN)
     found = page.evaluate(AXE_JS, {"type": "rule", "values": rules} if rules else {"type": "tag", "values": WCAG_AA})
@@ -402,7 +402,7 @@ def test_every_assignment_notebook_and_a_figure_have_no_violation_in_the_courses
         open_rendered(page, probe_notebook)
         set_theme(page, THEMES[1])
         worn = THEMES[1]
-        probe = axe_check(page, "illegible-in-the-dark", shots, rules=COLOUR_RULES, every_text=True)
+        probe = axe_check(page, "illegible-in-the-dark", shots, rules=COLOUR_RULES)
         assert [(v["rule"], v["html"]) for v in probe["course"]] == [("color-contrast", ILLEGIBLE_SPAN)], probe
         for name in RELEASED:
             opened = time.monotonic()
@@ -415,8 +415,7 @@ def test_every_assignment_notebook_and_a_figure_have_no_violation_in_the_courses
                     worn = theme
                 shown = f"notebook-{name}-{theme.split()[-1].lower()}"
                 page.screenshot(path=str(shots / f"{shown}.png"))
-                found[shown] = axe_check(page, shown, shots, rules=COLOUR_RULES if second else None,
-                                         every_text=True)
+                found[shown] = axe_check(page, shown, shots, rules=COLOUR_RULES if second else None)
             shut_down_kernels_started_since(lab_server, sessions_before)  # one kernel at a time
             seconds[name] = round(time.monotonic() - opened, 1)
         print(f"\nassignment notebooks, light and dark: {seconds} s each")
@@ -437,7 +436,7 @@ def test_every_assignment_notebook_and_a_figure_have_no_violation_in_the_courses
         wait_until_run(page, RUN_TIMEOUT_MS)
         assert_figure_described(page)
         page.screenshot(path=str(shots / "figure-light.png"))
-        found["figure"] = axe_check(page, "figure", shots, every_text=True)
+        found["figure"] = axe_check(page, "figure", shots)
         seconds["figure"] = round(time.monotonic() - figure_started, 1)
     finally:
         page.close()
