@@ -28,6 +28,7 @@ from lmpolicy_grader.nbgrader_plugins.feedback_exporter import FeedbackHTMLExpor
 from lmpolicy_grader.nbgrader_plugins import (DeduplicateGradeIds, GradingExecute, HideHiddenTests,
                                            RestoreDeletedCells, SaveAutoGradesWhole)
 from lmpolicy_grader.nbgrader_plugins.outputs_as_handed_in import OutputsAsHandedIn
+from lmpolicy_grader.nbgrader_plugins.released_metadata import ReleasedMetadata
 from lmpolicy_grader.nbgrader_plugins.sanitize_markup import SanitizedMarkdown, SanitizeMarkup
 from lmpolicy_grader.nbgrader_plugins.show_student_parameters import ShowStudentParameters
 from lmpolicy_grader.nbgrader_plugins.show_pending_grades import PENDING_AWARE_FILTERS, ShowPendingGrades
@@ -76,6 +77,7 @@ c.ExchangeFactory.collect = "lmpolicy_grader.class_grading.exchange.ExchangeColl
 c.Autograde.sanitize_preprocessors = [
     ClearOutput,
     DeduplicateGradeIds,   # a duplicated cell: the last copy keeps the grade id
+    ReleasedMetadata,      # each cell's grade/answer flags and points as released; a grade id of its own dropped
     OverwriteKernelspec,
     OverwriteCells,        # edited locked and test cells get their source (with hidden tests) back
     RestoreDeletedCells,   # deleted locked and grade cells come back where the release had them

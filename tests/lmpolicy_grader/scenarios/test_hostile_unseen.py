@@ -13,7 +13,7 @@ follows only the parts of torch and numpy it lists (``no_credit.FOLLOWED_MODULES
 What held, kept as regressions: values equal to anything (a tensor subclass, a str and a float whose ``==`` is always
 true), a verdict larger than a cell may print (it fails, and is now cut to the cell's cap), a notebook whose grader
 metadata was edited (a test cell turned into an answer, an answer given points, a graded cell of its own: FAILED with
-nbgrader's reason), a notebook that breaks its own format (FAILED: invalid notebook), two cells with one id (graded).
+nbgrader's reason before, graded as released now: ``nbgrader_plugins.released_metadata``), a notebook that breaks its own format (FAILED: invalid notebook), two cells with one id (graded).
 The no-credit rule's reading of torch and numpy is also tested without a grading, case by case.
 """
 from __future__ import annotations
@@ -276,16 +276,18 @@ def test_attentions_softmax_earns_nothing(graded):
     assert scores["attention"][SOFTMAX_TESTS] == 0.0
 
 
-@pytest.mark.parametrize("student, reason", [
-    ("test_as_answer", "Inconsistent checksums for cell nb01_softmax__tests"),
-    ("points_on_its_answer", "No such grade cell: ch11/01_policy_softmax/nb01_softmax__answer"),
-    ("graded_cell_of_its_own", "Notebook failed to validate; the nbgrader metadata may be corrupted"),
+@pytest.mark.parametrize("student, expected", [
+    ("test_as_answer", {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 3.0}),  # its softmax is blank: the test ran, as a test
+    ("points_on_its_answer", FULL),
+    ("graded_cell_of_its_own", FULL),
 ])
-def test_edited_grader_metadata_fails_its_notebook_with_the_reason(graded, student, reason):
+def test_edited_grader_metadata_is_graded_as_released(graded, student, expected):
+    """Old grader: FAILED, with nbgrader's "Inconsistent checksums for cell nb01_softmax__tests", "No such grade cell:
+    ch11/01_policy_softmax/nb01_softmax__answer", "Notebook failed to validate". Now graded as the course released
+    it: the same points as without the edit, no point more."""
     outcomes, scores, _ = graded
-    assert outcomes[student].status == Status.FAILED
-    assert reason in outcomes[student].reason, outcomes[student].reason
-    assert not any(scores[student].values()), scores[student]
+    assert outcomes[student].status == Status.GRADED, outcomes[student].reason
+    assert scores[student] == expected  # the code cells' grades: the two tests, no grade of its own
 
 
 def test_a_notebook_that_breaks_its_own_format_fails_with_the_reason(graded):
