@@ -165,6 +165,17 @@ def quick_settings(**changes) -> KLPlacementSettings:
 
 COLORS = {"k1-reward": "tab:blue", "k1-loss": "tab:gray", "k2-loss": "tab:green", "k3-loss": "tab:orange",
           "k3-reward": "tab:red"}
+# each placement's marker and its name in words, so that no figure tells them apart by colour alone; k2 in the loss
+# has k1 in the reward's expected gradient, and its line (dashed, hollow markers) lies on that one
+MARKERS = {"k1-reward": ("o", "circles"), "k1-loss": ("x", "crosses"), "k2-loss": ("o", "hollow circles, dashed"),
+           "k3-loss": ("s", "squares"), "k3-reward": ("^", "triangles")}
+
+
+def line_style(placement: str) -> dict:
+    """How ``placement`` is drawn in every figure: its colour, its marker, and for k2-loss a dashed line."""
+    hollow = placement == "k2-loss"
+    return dict(color=COLORS[placement], marker=MARKERS[placement][0], linestyle="--" if hollow else "-",
+                markerfacecolor="white" if hollow else COLORS[placement], label=placement)
 
 
 KL_TICKS = (0, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50)
@@ -189,8 +200,8 @@ def plot_over_updates(histories: dict[str, History], beta: float):
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     for placement, h in histories.items():
-        left.plot(h.updates, h.sampled, marker=".", color=COLORS[placement], label=placement)
-        right.plot(h.updates, h.kl, marker=".", color=COLORS[placement], label=placement)
+        left.plot(h.updates, h.sampled, markersize=4, **line_style(placement))
+        right.plot(h.updates, h.kl, markersize=4, **line_style(placement))
     left.set(xlabel="update", ylabel="expected verifier reward (held-out)", title=f"reward, beta = {beta:g}")
     right.set(xlabel="update", ylabel="KL(pi || pi_ref) per answer (nats)", title="exact KL from the reference")
     kl_axis(right, "y", max(max(h.kl) for h in histories.values()))
@@ -205,8 +216,9 @@ def plot_reward_kl_plane(histories: dict[str, History], beta: float):
 
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
     for placement, h in histories.items():
-        ax.plot(h.kl, h.sampled, marker=".", color=COLORS[placement], label=placement)
-        ax.plot(h.kl[-1], h.sampled[-1], marker="o", markersize=8, color=COLORS[placement])
+        ax.plot(h.kl, h.sampled, markersize=4, **line_style(placement))
+        end = {**line_style(placement), "label": None, "linestyle": "none"}
+        ax.plot(h.kl[-1], h.sampled[-1], markersize=10, **end)  # where it ends: its marker, large
     first = next(iter(histories.values()))
     ax.plot(first.kl[0], first.sampled[0], marker="*", markersize=12, color="black", label="checkpoint")
     ax.set(xlabel="KL(pi || pi_ref) per answer (nats)", ylabel="expected verifier reward (held-out)",
