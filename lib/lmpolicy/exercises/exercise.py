@@ -8,7 +8,7 @@ grade ids' prefix), its visible checks, and the shortcuts that earn it nothing. 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lmpolicy.notebook import checks, forbidden
 from lmpolicy.notebook.forbidden import Shortcuts
@@ -39,8 +39,7 @@ class Exercise:
         per-student answer key."""
         if not self.varies or forbidden.ANSWER_KEY in self.forbids.library:
             return self.forbids
-        return Shortcuts(library=(*self.forbids.library, forbidden.ANSWER_KEY), torch=self.forbids.torch,
-                         pattern=self.forbids.pattern, parts=self.forbids.parts)
+        return replace(self.forbids, library=(*self.forbids.library, forbidden.ANSWER_KEY))
 
     def check(self, *answers) -> None:
         """The visible checks on the student's ``answers`` (refused, not judged, when one is left from a run of its

@@ -10,7 +10,7 @@ from lmpolicy.exact import temperature as exact
 from lmpolicy.exercises.exercise import Exercise
 from lmpolicy.exercises.older_names import module_getattr
 from lmpolicy.notebook import checks
-from lmpolicy.notebook.forbidden import LOGPROBS, SOFTMAX_NAMES, TEMPERATURE, Shortcuts
+from lmpolicy.notebook.forbidden import LOGPROBS, SOFTMAX_NAMES, SOFTMAX_OPERATORS, TEMPERATURE, Shortcuts
 
 LIBRARY_SOFTMAX = frozenset({"softmax", "log_softmax", "Softmax", "LogSoftmax"})
 
@@ -65,7 +65,7 @@ SOFTMAX = Exercise(
     Shortcuts(library=(f"{TEMPERATURE}:softmax", f"{TEMPERATURE}:log_softmax", f"{TEMPERATURE}:power_distribution"),
               torch=("torch.softmax", "torch.log_softmax", "torch.nn.functional.softmax",
                      "torch.nn.functional.log_softmax", "torch.Tensor.softmax", "torch.Tensor.log_softmax"),
-              pattern=SOFTMAX_NAMES))
+              pattern=SOFTMAX_NAMES, operators=SOFTMAX_OPERATORS, computes="a softmax"))
 
 
 def _sequence_logprob_checks(exercise: Exercise, sequence_logprob, prob_86, logprob_86, main_contributor) -> None:

@@ -1,8 +1,14 @@
-"""Library functions made to refuse while a check calls the student's code: ``no_library_shortcut``.
+"""Library functions made to refuse while a check calls the student's code: ``no_library_shortcut``; and torch's
+operators that compute an exercise's quantity: ``refusing_operators``.
 
 Python functions are blocked under every alias (their code is swapped), builtins by their module attribute, and
 C methods such as ``torch.Tensor.softmax`` on the Python subclasses of their class. A blocked call raises
 ``LibraryShortcutUsed``; leaving the block puts everything back, whatever happened inside.
+
+Names are many and torch keeps adding them (a softmax is inside attention, the losses, the distributions), but every
+path into torch ends in its operators (``aten::_softmax``, ``aten::_safe_softmax``, ``aten::_log_softmax``...),
+and while a Python dispatch mode is on, each operator a call runs passes through it, fused ones decomposed: so an
+operator whose name matches the exercise's pattern refuses, however the student's code reached it.
 """
 from __future__ import annotations
 
@@ -10,7 +16,7 @@ import contextlib
 import sys
 import types
 
-from lmpolicy.notebook.failures import LibraryShortcutUsed  # noqa: F401  (the blocker's code names it by module)
+from lmpolicy.notebook.failures import LibraryShortcutUsed
 
 
 def _blocker(message: str):
@@ -56,6 +62,27 @@ def _block(fn):
 
 
 _ACTIVE_BLOCKS: list[tuple] = []  # the library_functions of every no_library_shortcut now active
+
+
+@contextlib.contextmanager
+def refusing_operators(pattern: str, what: str):
+    """While active, a torch operator whose name (``aten::_softmax``) fullmatches ``pattern`` raises
+    LibraryShortcutUsed, saying that it computes ``what``."""
+    import re
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    refused = re.compile(pattern)
+
+    class RefuseOperators(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if refused.fullmatch(func.name()):
+                raise LibraryShortcutUsed(f"implement this yourself: your code runs torch's {func.name()}, which "
+                                          f"computes {what} for you, and that gets no credit")
+            return func(*args, **(kwargs or {}))
+
+    with RefuseOperators():
+        yield
 
 
 def active_blocks() -> list:

@@ -325,9 +325,13 @@ def _refused(node, imported: set[str], called: set[int]) -> str | None:
     elif isinstance(node, ast.Attribute):
         if (_is_dunder(node.attr) and node.attr not in ALLOWED_DUNDERS) or node.attr in INTERPRETER_HANDLES:
             return f".{node.attr}"
-        if isinstance(node.ctx, (ast.Store, ast.Del)) and isinstance(node.value, ast.Name) \
-                and node.value.id in imported:
-            return f"an assignment to {node.value.id}.{node.attr}, an attribute of a module"
+        if isinstance(node.ctx, (ast.Store, ast.Del)):
+            # no attribute of anything: a module held in a list or reached by a dotted path is one too, and what
+            # the grader's code in the submission's process relies on stays as it was imported
+            base = node.value.id if isinstance(node.value, ast.Name) else None
+            change = "deleting" if isinstance(node.ctx, ast.Del) else "an assignment to"
+            return f"{change} {ast.unparse(node)}, an attribute " + (
+                "of a module" if base in imported else "(a cell may assign names, not attributes)")
         if node.attr.startswith("_") and not _is_dunder(node.attr):
             root = node.value
             while isinstance(root, ast.Attribute):

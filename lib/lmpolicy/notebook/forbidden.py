@@ -25,7 +25,7 @@ import importlib
 import re
 from dataclasses import dataclass
 
-from lmpolicy.notebook.blocking import no_library_shortcut
+from lmpolicy.notebook.blocking import no_library_shortcut, refusing_operators
 
 TEMPERATURE = "lmpolicy.exact.temperature"
 TILTING = "lmpolicy.exact.tilting"
@@ -49,18 +49,26 @@ class Shortcuts:
     ``torch._C._nn...``, ``torch.ops.aten._softmax``). ``parts``: ``"module:qualname"`` of library functions
     the notebook gives its students for other uses, which compute a part of the quantity and not the quantity itself
     (``kl`` for Lab Task 4's ``kl_objective``): the exercise's rule refuses them by name, the grading kernel
-    keeps them.
+    keeps them. ``operators``: a regular expression that the name of a torch operator computing the quantity
+    fullmatches (``aten::_softmax``), with ``computes``, the quantity in words: whatever name the student's
+    code reached it by, the operator refuses while the student's code is checked (``blocking.refusing_operators``),
+    in the student's kernel for the visible checks and in the submission's process for the hidden tests.
     """
 
     library: tuple[str, ...] = ()
     torch: tuple[str, ...] = ()
     pattern: str | None = None
     parts: tuple[str, ...] = ()
+    operators: str | None = None
+    computes: str = ""
 
 
 # any softmax or softmin, and the distributions built on one: every distribution of torch.distributions made from
 # logits normalises them with one (Categorical, Multinomial, RelaxedOneHotCategorical, their utils' logits_to_probs)
 SOFTMAX_NAMES = r"(?i).*soft_?m(ax|in).*|(OneHot)?Categorical|distributions"
+# torch's softmax operators, which every path to a softmax in torch runs: a softmin is one on -x; attention, the
+# cross-entropy loss and the distributions run one (aten::_safe_softmax, aten::_log_softmax, aten::_softmax)
+SOFTMAX_OPERATORS = r"aten::.*soft_?m(ax|in).*"
 
 def _library_object(name: str):
     """``"module:qualname"`` as the object it names."""
@@ -119,7 +127,9 @@ def blocked(declared: Shortcuts):
     submission whose source reaches any of its names or pattern (``active_names``)."""
     _ACTIVE.append(declared)
     try:
-        with no_library_shortcut(*callables(declared)):
+        with no_library_shortcut(*callables(declared)), contextlib.ExitStack() as operators:
+            if declared.operators:
+                operators.enter_context(refusing_operators(declared.operators, declared.computes))
             yield
     finally:
         _ACTIVE.pop()
@@ -128,6 +138,12 @@ def blocked(declared: Shortcuts):
 def active_names() -> set:
     """The names and patterns of every declaration active now (empty when none is)."""
     return set().union(*(names(declared) for declared in _ACTIVE))
+
+
+def active_operators() -> list[tuple[str, str]]:
+    """The operator patterns of every declaration active now, each with what it computes (for the grader to refuse
+    them in the submission's process, where the hidden tests call the student's code)."""
+    return [(declared.operators, declared.computes) for declared in _ACTIVE if declared.operators]
 
 
 def _outside_names(sources) -> set[str]:

@@ -12,10 +12,12 @@ and sends requests, each a JSON header in the form of ``kernels.comm_request`` p
   client of this kernel, which must read it);
 - ``call``: call a function of the submission with arguments rebuilt from the safe form (and, if
   asked, counting its calls of another of the submission's functions); answer with the result and
-  the arguments as the call left them (or what it raised, with the submission's own frames). Nothing
-  is blocked here: the library functions that answer the notebook's exercises are not in this
+  the arguments as the call left them (or what it raised, with the submission's own frames). No
+  library function is blocked here: those that answer the notebook's exercises are not in this
   process's library at all (``isolation.library_view``), and the no-credit rule is read on the
-  trusted side from the notebook's source (``no_credit``);
+  trusted side from the notebook's source (``no_credit``); torch's operators that compute the
+  exercise's quantity, which no reading of the source can find behind every name, refuse during the
+  call (``refuse_operators``: the patterns the trusted side sends, ``blocking.refusing_operators``);
 - ``vjp``: a vector-Jacobian product through the graph of an earlier call, for a check that
   differentiates through the submission's function.
 
@@ -25,6 +27,7 @@ the submission's own answers wrong or missing, never change how the trusted test
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import sys
 import traceback
@@ -33,7 +36,7 @@ from collections import OrderedDict
 
 import torch
 
-from lmpolicy.notebook import checks, student_frames  # imported before any submitted code runs, like everything here
+from lmpolicy.notebook import blocking, checks, student_frames  # imported before any submitted code runs, like everything here
 from lmpolicy_grader.kernels import comm_request
 from lmpolicy_grader.trusted_tests import codec as channel
 
@@ -104,7 +107,10 @@ class CallServer:
             yours = self.shell.user_ns[callee]
             self.shell.user_ns[callee] = _counting(yours, calls)
         try:
-            result = fn(*args, **kwargs)
+            with contextlib.ExitStack() as refusing:
+                for pattern, what in data.get("refuse_operators") or ():
+                    refusing.enter_context(blocking.refusing_operators(str(pattern), str(what)))
+                result = fn(*args, **kwargs)
         except BaseException as error:  # noqa: BLE001 - the submission's exception, sent back as words
             return {"raised": _describe(error)}
         finally:

@@ -173,15 +173,19 @@ class Channel:
                 raise checks.LibraryShortcutUsed(f"implement this yourself: {reason}")
         encoder = codec.Encoder()
         arguments = [encoder.encode(list(args), "the arguments"), encoder.encode(dict(kwargs), "the arguments")]
+        # torch's operators that compute an active exercise's quantity refuse there too, whatever path reaches them
+        refuse = [list(entry) for entry in forbidden.active_operators()]
         reply, buffers = self.request({"op": "call", "name": name, "args": arguments[0], "kwargs": arguments[1],
-                                       "count": count}, encoder.buffers)
+                                       "count": count, "refuse_operators": refuse}, encoder.buffers)
         if "missing" in reply:
             raise NameError(f"{name} is no longer a function in your notebook")
         if "raised" in reply:  # what crosses is the exception's kind, never its words (errors.submission_exception)
             raised = reply["raised"] if isinstance(reply["raised"], dict) else {}
             if raised.get("shortcut"):
-                raise checks.LibraryShortcutUsed("it calls a library function that is not available while grading: "
-                                                 "write that part yourself")
+                computed = " or ".join(what for _, what in refuse)
+                raise checks.LibraryShortcutUsed("it calls a library function that is not available while grading"
+                                                 + (f", or one of torch's that computes {computed}" if computed else "")
+                                                 + ": write that part yourself")
             if raised.get("type") == "KeyboardInterrupt":
                 raise CallTimedOut("it was interrupted")
             raise submission_exception(raised.get("type"))

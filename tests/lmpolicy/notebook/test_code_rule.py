@@ -97,6 +97,16 @@ ATTACKS = {
     "module_attribute_rebound": (PLAIN, "import numpy\nnumpy.allclose = lambda *a, **k: True",
                                  "an assignment to numpy.allclose, an attribute of a module"),
     "relative_import": ("from .my_softmax import softmax\n", "", "a relative import"),
+    # the guards the grader keeps in the submission's process (torch's softmax operators refusing while the softmax
+    # is checked): a module held in a list, or reached by a dotted path, is as closed as one named
+    "module_attribute_rebound_through_a_list": (PLAIN, "from lmpolicy.notebook import blocking\nfor m in [blocking]:\n"
+                                                "    m.refusing_operators = lambda *a: None",
+                                                "an assignment to m.refusing_operators, an attribute (a cell may "
+                                                "assign names, not attributes)"),
+    "module_attribute_rebound_by_a_dotted_path": (PLAIN, "import lmpolicy.notebook.blocking\n"
+                                                  "lmpolicy.notebook.blocking.refusing_operators = None",
+                                                  "an assignment to lmpolicy.notebook.blocking.refusing_operators"),
+    "module_attribute_deleted": (PLAIN, "import re\ndel re.compile", "deleting re.compile, an attribute of a module"),
 }
 
 

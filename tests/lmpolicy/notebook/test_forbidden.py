@@ -81,6 +81,47 @@ def test_shortcuts_block_the_declared_functions_only_while_active():
         registry.exercise("not_an_exercise")
 
 
+def _softmax_by_attention(logits):
+    n = logits.shape[-1]
+    q, v = torch.ones(*logits.shape[:-1], 1, 1), torch.eye(n).expand(*logits.shape[:-1], n, n)
+    return torch.nn.functional.scaled_dot_product_attention(q, logits.unsqueeze(-1), v, scale=1.0).squeeze(-2)
+
+
+def _softmax_by_cross_entropy(logits):
+    n = logits.shape[-1]
+    return torch.exp(-torch.nn.functional.cross_entropy(logits.repeat(n, 1), torch.arange(n), reduction="none"))
+
+
+def _softmin_of_minus(logits):
+    return torch.nn.Softmin(dim=-1)(-logits)
+
+
+def _honest(logits):
+    return torch.exp(logits - torch.logsumexp(logits, -1, keepdim=True))
+
+
+@pytest.mark.parametrize("softmax, refused", [
+    (_softmax_by_attention, r"runs torch's aten::_safe_softmax, which computes a softmax"),
+    (_softmax_by_cross_entropy, r"runs torch's aten::_log_softmax, which computes a softmax"),
+    (_softmin_of_minus, r"calling \.softmax\(\) gets no credit"),  # Softmin calls the blocked method first
+])
+def test_torchs_softmax_refuses_under_any_name_while_the_softmax_is_checked(softmax, refused):
+    """The visible check (``Exercise.call``, in the student's kernel) refuses as the hidden tests do; outside it,
+    the same code gives the softmax."""
+    logits = torch.tensor([[1.0, 2.0, 3.0]])
+    assert torch.allclose(softmax(logits), torch.softmax(logits, -1), atol=1e-6)
+    with pytest.raises(checks.LibraryShortcutUsed, match=refused):
+        nb01.SOFTMAX.call(softmax, logits)
+    assert forbidden.active_operators() == []
+
+
+def test_an_honest_softmax_runs_while_torchs_softmax_operators_refuse():
+    logits = torch.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    probs = nb01.SOFTMAX.call(_honest, logits)
+    probs[0, 0].backward()  # its graph works after the check, outside the refusal
+    assert torch.allclose(probs, torch.softmax(logits, -1)) and logits.grad is not None
+
+
 def test_the_answer_key_is_declared_whole_for_every_varying_exercise():
     from lmpolicy.per_student import variants
 

@@ -7,8 +7,10 @@ TorchScript compiled from a string (``torch.jit``), the distributions of ``torch
 logits with a softmax), a function imported from one of its submodules, ``torch.softmax`` run from a string by a
 private helper of ``dataclasses``. Each earned the softmax's 2 points (the last one 5 of 5); the no-credit rule now
 follows only the parts of torch and numpy it lists (``no_credit.FOLLOWED_MODULES``), the softmax's declaration names
-``distributions``, and the code rule refuses every private name, whatever it is read from. The softmax inside
-``scaled_dot_product_attention`` still earns its points (an expected failure: the door stays open).
+``distributions``, and the code rule refuses every private name, whatever it is read from. A softmax found under
+a name no declaration lists, inside attention (``scaled_dot_product_attention``) or the cross-entropy loss, earned
+its points too: torch's softmax operators now refuse in the submission's process while the softmax is checked
+(``forbidden.SOFTMAX_OPERATORS``), whatever name reached them.
 
 What held, kept as regressions: values equal to anything (a tensor subclass, a str and a float whose ``==`` is always
 true), a verdict larger than a cell may print (it fails, and is now cut to the cell's cap), a notebook whose grader
@@ -66,8 +68,7 @@ LOGITS_TO_PROBS = '''from torch.distributions.utils import logits_to_probs
 def softmax(logits, dim=-1):
     return logits_to_probs(logits.movedim(dim, -1)).movedim(-1, dim)
 '''
-# softmax(q k^T) v with q = 1, k = the logits and v = the identity: attention's own softmax. torch's functions that
-# compute an answer under a name no declaration lists stay the student's own (docs/threat_model.md)
+# softmax(q k^T) v with q = 1, k = the logits and v = the identity: attention's own softmax
 ATTENTION = '''import torch
 import torch.nn.functional as F
 def softmax(logits, dim=-1):
@@ -76,6 +77,18 @@ def softmax(logits, dim=-1):
     q = torch.ones(*moved.shape[:-1], 1, 1, dtype=logits.dtype)
     v = torch.eye(n, dtype=logits.dtype).expand(*moved.shape[:-1], n, n)
     return F.scaled_dot_product_attention(q, moved.unsqueeze(-1), v, scale=1.0).squeeze(-2).movedim(-1, dim)
+'''
+# p_i = exp(-cross_entropy(logits, i)): the loss's own log-softmax, read off for every target i
+CROSS_ENTROPY = '''import torch
+import torch.nn.functional as F
+def softmax(logits, dim=-1):
+    moved = logits.movedim(dim, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    n = rows.shape[-1]
+    every = rows.repeat_interleave(n, dim=0)
+    targets = torch.arange(n).repeat(rows.shape[0])
+    probs = torch.exp(-F.cross_entropy(every, targets, reduction="none")).reshape(moved.shape)
+    return probs.movedim(-1, dim)
 '''
 # the same registry, reached from the module held in a list (no attribute chain starts at a module's name)
 MODULE_AS_VALUE = BY_NAME.replace("torch.overrides", "[torch][0].overrides")
@@ -174,6 +187,7 @@ def _submissions(reference: dict) -> dict[str, dict]:
         "honest": reference,
         **{student: _with_softmax(reference, source) for student, (source, _) in SHORTCUTS.items()},
         "attention": _with_softmax(reference, ATTENTION),
+        "cross_entropy": _with_softmax(reference, CROSS_ENTROPY),
         "exec_by_a_private_helper": _with_softmax(reference, EXEC_BY_A_PRIVATE_HELPER),
         "huge_verdict": _with_numbers(reference, HUGE_VERDICT),
         "equal_to_anything": _with_numbers(_with_softmax(reference, EQUAL_TO_ANYTHING), EQUAL_NUMBERS),
@@ -269,11 +283,14 @@ def test_values_equal_to_anything_earn_nothing(graded):
     assert "prob_86" in verdicts["equal_to_anything"][LOGPROB_TESTS], verdicts["equal_to_anything"]
 
 
-@pytest.mark.xfail(strict=True, reason="open: torch's functions that compute a softmax under a name no declaration "
-                                       "lists (scaled_dot_product_attention) are taken as the student's own")
-def test_attentions_softmax_earns_nothing(graded):
-    _, scores, _ = graded
-    assert scores["attention"][SOFTMAX_TESTS] == 0.0
+@pytest.mark.parametrize("student", ["attention", "cross_entropy"])
+def test_a_softmax_torch_computes_under_another_name_earns_nothing(graded, student):
+    """Old grader: 2 of 2 for each (no name of theirs is a softmax's). Their code runs torch's softmax operator
+    (aten::_safe_softmax, aten::_log_softmax), which refuses while the softmax is checked."""
+    outcomes, scores, verdicts = graded
+    assert outcomes[student].status == Status.GRADED, outcomes[student].reason
+    assert {k: scores[student][k] for k in FULL} == {SOFTMAX_TESTS: 0.0, LOGPROB_TESTS: 3.0}
+    assert "one of torch's that computes a softmax" in verdicts[student][SOFTMAX_TESTS], verdicts[student]
 
 
 @pytest.mark.parametrize("student, expected", [
