@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -96,6 +97,19 @@ def make_course(root: Path) -> Path:
 
 def cell_index(nb, grade_id: str) -> int:
     return next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+
+
+def one_notebook_course(root: Path, notebook: str, cell_timeout: int = 20) -> Path:
+    """A course in ``root`` of the repository's source ``notebook`` alone (its ``NN_name``), with the repository's
+    grading configuration and a cell timeout of ``cell_timeout`` s, released; returns the source notebook's path."""
+    from lmpolicy_grader.__main__ import release
+
+    (root / "source" / "ch11").mkdir(parents=True)
+    shutil.copy(REPO / "source" / "ch11" / f"{notebook}.ipynb", root / "source" / "ch11")
+    (root / "nbgrader_config.py").write_text((REPO / "nbgrader_config.py").read_text()
+                                             + f"\nc.GradingExecute.timeout = {cell_timeout}\n")
+    release(root)
+    return root / "source" / "ch11" / f"{notebook}.ipynb"
 
 
 def numbers_shown(values, text: str) -> list[float]:

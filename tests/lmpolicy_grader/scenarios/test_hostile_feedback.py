@@ -25,7 +25,6 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy_grader.class_grading.grading import grade_class
 from lmpolicy_grader.class_grading.status import Status
@@ -132,14 +131,9 @@ def _feedback(root, student) -> str:
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory, repo_root):
+def course(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile-feedback")
-    (root / "source" / "ch11").mkdir(parents=True)
-    shutil.copy(repo_root / "source" / "ch11" / f"{NOTEBOOK}.ipynb", root / "source" / "ch11")
-    (root / "nbgrader_config.py").write_text((repo_root / "nbgrader_config.py").read_text()
-                                             + "\nc.GradingExecute.timeout = 20\n")
-    release(root)
-    reference = nbformat.read(root / "source" / "ch11" / f"{NOTEBOOK}.ipynb", as_version=4)
+    reference = nbformat.read(tiny_course.one_notebook_course(root, NOTEBOOK), as_version=4)
     honest = nbformat.from_dict(reference)
     honest.cells[5].outputs = [nbformat.v4.new_output("stream", name="stdout", text=HANDED_IN_OUTPUT + "\n")]
     _submit(root, "honest", honest)

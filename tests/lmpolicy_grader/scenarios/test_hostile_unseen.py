@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import nbformat
 import pytest
 from nbgrader.api import Gradebook, MissingEntry
 
-from lmpolicy_grader.__main__ import release
 from lmpolicy_grader.class_grading.course import load_config
 from lmpolicy_grader.class_grading.grading import grade_class
 from lmpolicy_grader.class_grading.status import Status
@@ -219,14 +217,9 @@ def _verdicts(root, student) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, repo_root):
+def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile-unseen")
-    (root / "source" / "ch11").mkdir(parents=True)
-    shutil.copy(repo_root / "source" / "ch11" / f"{NOTEBOOK}.ipynb", root / "source" / "ch11")
-    (root / "nbgrader_config.py").write_text((repo_root / "nbgrader_config.py").read_text()
-                                             + "\nc.GradingExecute.timeout = 20\n")
-    release(root)
-    reference = json.loads((root / "source" / "ch11" / f"{NOTEBOOK}.ipynb").read_text())
+    reference = json.loads(tiny_course.one_notebook_course(root, NOTEBOOK).read_text())
     for student, nb in _submissions(reference).items():
         folder = root / "submitted" / student / "ch11"
         folder.mkdir(parents=True)
