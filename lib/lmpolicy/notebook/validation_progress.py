@@ -21,8 +21,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from nbgrader import utils
-
 PREFIX = "LMPOLICY-VALIDATION-PROGRESS "  # a progress line of the subprocess's stdout; its answer is the last line
 URL = "/lmpolicy/validation-progress"
 
@@ -56,6 +54,8 @@ class Reporter:
         self._say(cell=place, of=len(self.code_cells), what=self.label(cell))
 
     def label(self, cell) -> str:
+        from nbgrader import utils  # only in the validation's subprocess: the student library needs no nbgrader
+
         if utils.is_grade(cell) or utils.is_solution(cell):
             return self.name_graded(cell, self.notebook)
         section = section_of(cell, self.notebook)
